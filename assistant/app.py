@@ -1,0 +1,78 @@
+"""The app factory: settings in, a Litestar app out. Heavy objects are built in the lifespan."""
+
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+from importlib.resources import files
+from typing import AsyncIterator
+
+from anyio import to_thread
+from litestar import Litestar, Request, Response, get
+from litestar.config.cors import CORSConfig
+from litestar.di import Provide
+from litestar.exceptions import HTTPException
+from litestar.logging import LoggingConfig
+from litestar.openapi import OpenAPIConfig
+from litestar.response import File
+from litestar.static_files import create_static_files_router
+
+from indexes.store import StoreError
+
+from assistant.routes.ask import ask
+from assistant.routes.collections import CollectionController
+from assistant.routes.deps import provide_services
+from assistant.routes.health import health
+from assistant.routes.search import search
+from assistant.services import Services
+from assistant.settings import Settings
+
+log = logging.getLogger("assistant")
+
+
+def web_dir():
+    return files("web")
+
+
+@get("/", include_in_schema=False)
+async def index() -> File:
+    return File(path=str(web_dir() / "index.html"), media_type="text/html", content_disposition_type="inline")
+
+
+def store_error_handler(_: Request, exc: StoreError) -> Response:
+    return Response({"status_code": 400, "detail": str(exc)}, status_code=400)
+
+
+def create_app(settings: Settings, services: Services | None = None) -> Litestar:
+    """Build the app. `services` may be given (tests share one); otherwise the lifespan builds them."""
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        svc = services or await to_thread.run_sync(Services.build, settings)
+        app.state.services = svc
+        await to_thread.run_sync(svc.check_indexes)
+        try:
+            yield
+        finally:
+            if services is None:
+                await svc.aclose()
+
+    return Litestar(
+        route_handlers=[
+            index,
+            create_static_files_router(path="/static", directories=[str(web_dir())], include_in_schema=False),
+            ask,
+            search,
+            health,
+            CollectionController,
+        ],
+        dependencies={"services": Provide(provide_services, sync_to_thread=False)},
+        lifespan=[lifespan],
+        exception_handlers={StoreError: store_error_handler},
+        cors_config=CORSConfig(allow_origins=settings.server.cors_origins) if settings.server.cors_origins else None,
+        openapi_config=OpenAPIConfig(title="Local RAG assistant", version="0.1.0", path="/api/docs"),
+        logging_config=LoggingConfig(
+            root={"level": settings.log_level.upper(), "handlers": ["queue_listener"]},
+            log_exceptions="always",
+        ),
+    )

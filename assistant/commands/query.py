@@ -1,0 +1,134 @@
+"""`assistant ask` and `assistant search`: the same retrieval and answers as the server, in the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from assistant.services import Services
+from assistant.settings import Settings
+from assistant.sources import hit_to_source
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from assistant.cli import add_common
+
+    p = sub.add_parser("ask", help="ask a question of a collection; streams the answer, then the sources")
+    add_common(p)
+    p.add_argument("question")
+    p.add_argument("--collection", "-c", required=True, action="append", help="collection (repeat for several)")
+    p.add_argument("-k", type=int, help="sources to give the model")
+    p.add_argument("--backend", choices=["llamacpp", "openai", "echo"], help="LLM backend")
+    p.add_argument("--json", action="store_true", help='print {"answer": ..., "sources": [...]} only')
+    p.set_defaults(func=run_ask, overrides=lambda a: {"backend": a.backend} if a.backend else {})
+
+    p = sub.add_parser("search", help="show the sources a query retrieves, without generating")
+    add_common(p)
+    p.add_argument("query")
+    p.add_argument("--collection", "-c", required=True, action="append", help="collection (repeat for several)")
+    p.add_argument("-k", type=int, default=10, help="hits to show")
+    p.add_argument("--json", action="store_true", help="print the hits as a JSON list")
+    p.set_defaults(func=run_search)
+
+
+def fail(message: str) -> int:
+    print(f"assistant: {message}", file=sys.stderr)
+    return 2
+
+
+def check_scope(services: Services, names: list[str]) -> str | None:
+    for name in names:
+        if services.store.get_collection(name) is None:
+            known = ", ".join(c["name"] for c in services.store.list_collections()) or "none yet"
+            return f"unknown collection {name!r} (known: {known})"
+    return None
+
+
+def run_search(args: argparse.Namespace, settings: Settings) -> int:
+    if not args.query.strip():
+        return fail("the query is empty")
+    if args.k < 1:
+        return fail("-k must be at least 1")
+    services = Services.build(settings, with_backend=False)
+    try:
+        if err := check_scope(services, args.collection):
+            return fail(err)
+        hits = [hit_to_source(h) for h in services.retriever.search(args.query, args.collection, args.k)]
+    finally:
+        services.store.close()
+    if args.json:
+        print(json.dumps(hits, ensure_ascii=False, indent=2))
+        return 0
+    table = Table("#", "score", "source", "where", "snippet", show_lines=True)
+    for i, h in enumerate(hits, 1):
+        table.add_row(str(i), f"{h['score']:.4f}", f"{h['title']}\n{h['path']}", location(h), h["snippet"])
+    Console().print(table)
+    return 0
+
+
+def location(source: dict) -> str:
+    parts = []
+    if source.get("page"):
+        parts.append(f"p. {source['page']}")
+    if source.get("line_start"):
+        parts.append(f"lines {source['line_start']}-{source['line_end']}")
+    if source.get("heading_path"):
+        parts.append(source["heading_path"])
+    return "\n".join(parts)
+
+
+def run_ask(args: argparse.Namespace, settings: Settings) -> int:
+    question = args.question.strip()
+    if not question:
+        return fail("the question is empty")
+    if len(question) > settings.server.max_question_chars:
+        return fail(f"the question is too long ({len(question)} > {settings.server.max_question_chars} characters)")
+    if args.k is not None and not 1 <= args.k <= 50:
+        return fail("-k must be between 1 and 50")
+    services = Services.build(settings)
+    try:
+        if err := check_scope(services, args.collection):
+            return fail(err)
+        return asyncio.run(stream_answer(services, question, args))
+    finally:
+        asyncio.run(services.aclose())
+
+
+async def stream_answer(services: Services, question: str, args: argparse.Namespace) -> int:
+    from assistant.rag import answer
+
+    pieces: list[str] = []
+    sources: list[dict] = []
+    error = None
+    async for event in answer(
+        question, args.collection, retriever=services.retriever, backend=services.backend,
+        settings=services.settings, k=args.k,
+    ):
+        if event.type == "token":
+            pieces.append(event.data["text"])
+            if not args.json:
+                print(event.data["text"], end="", flush=True)
+        elif event.type == "sources":
+            sources = event.data["sources"]
+        elif event.type == "error":
+            error = event.data.get("message", "the backend failed")
+    text = "".join(pieces)
+    if args.json:
+        out = {"answer": text, "sources": sources}
+        if error:
+            out["error"] = error
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+    else:
+        print()
+        if error:
+            print(f"error: {error}", file=sys.stderr)
+        console = Console()
+        for s in sources:
+            mark = f"[{s['n']}]" if s.get("cited") else f"({s['n']})"
+            console.print(f"{mark} {s['title']} — {s['path']} {location(s).replace(chr(10), ' · ')}", highlight=False)
+    return 1 if error else 0

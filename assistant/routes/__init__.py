@@ -1,0 +1,1 @@
+"""Thin HTTP controllers: validate, call a plain function, shape the response."""

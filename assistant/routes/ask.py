@@ -1,0 +1,85 @@
+"""POST /api/ask: a question in, Server-Sent Events out (`token`…, `sources`, `done` | `error`)."""
+
+from __future__ import annotations
+
+import json
+from typing import AsyncIterator
+
+from litestar import Request, post
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.response import ServerSentEvent, ServerSentEventMessage
+from pydantic import BaseModel, Field
+
+from assistant.backends.base import BackendBusy
+from assistant.rag import Event, answer
+from assistant.routes.deps import require_collection
+from assistant.services import Services
+
+
+class Turn(BaseModel):
+    role: str = Field(pattern="^(user|assistant)$")
+    content: str = Field(max_length=20000)
+
+
+class AskRequest(BaseModel):
+    question: str
+    collection: str | None = None
+    collections: list[str] | None = Field(None, max_length=16)
+    k: int | None = Field(None, ge=1, le=50)
+    history: list[Turn] = Field(default_factory=list, max_length=20)
+
+    def scope(self) -> list[str]:
+        names = list(self.collections or []) + ([self.collection] if self.collection else [])
+        return list(dict.fromkeys(names))
+
+
+def validate_ask(services: Services, data: AskRequest) -> list[str]:
+    """The collections to search, or a 4xx that says what is wrong with the request."""
+    question = data.question.strip()
+    limit = services.settings.server.max_question_chars
+    if not question:
+        raise ValidationException("the question is empty")
+    if len(question) > limit:
+        raise ValidationException(f"the question is too long: {len(question)} characters, at most {limit}")
+    scope = data.scope()
+    if not scope:
+        raise ValidationException("name a collection to ask (`collection` or `collections`)")
+    for name in scope:
+        require_collection(services, name)
+    return scope
+
+
+def to_message(event: Event) -> ServerSentEventMessage:
+    return ServerSentEventMessage(event=event.type, data=json.dumps(event.data, ensure_ascii=False))
+
+
+@post("/api/ask", tags=["ask"], status_code=200)
+async def ask(request: Request, services: Services, data: AskRequest) -> ServerSentEvent:
+    scope = validate_ask(services, data)
+    events = answer(
+        data.question.strip(),
+        scope,
+        retriever=services.retriever,
+        backend=services.backend,
+        settings=services.settings,
+        history=[t.model_dump() for t in data.history],
+        k=data.k,
+    )
+    try:
+        # The first event is awaited here so that a full queue becomes a 429 rather than a stream.
+        first = await anext(events)
+    except BackendBusy as exc:
+        await events.aclose()
+        raise HTTPException(
+            status_code=429, detail=str(exc), headers={"Retry-After": str(exc.retry_after)}
+        ) from None
+
+    async def stream() -> AsyncIterator[ServerSentEventMessage]:
+        try:
+            yield to_message(first)
+            async for event in events:
+                yield to_message(event)
+        finally:
+            await events.aclose()  # client gone or stream done: the backend request is aborted
+
+    return ServerSentEvent(stream())

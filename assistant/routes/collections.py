@@ -1,0 +1,80 @@
+"""Collections, their documents, and single chunks (what a source card opens)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+from litestar import Controller, get
+from litestar.exceptions import NotFoundException
+from litestar.params import Parameter
+from sqlmodel import select
+
+from indexes.models import Chunk, Collection, Document
+
+from assistant.routes.deps import require_collection
+from assistant.services import Services
+
+
+def document_dict(doc: Document) -> dict:
+    return {
+        "id": doc.id,
+        "path": doc.path,
+        "title": doc.title,
+        "kind": doc.kind,
+        "status": doc.status,
+        "error": doc.error,
+        "chunks": doc.n_chunks,
+        "size": doc.size,
+        "sha256": doc.sha256,
+        "ingested_at": doc.ingested_at.isoformat(),
+        "meta": json.loads(doc.meta or "{}"),
+    }
+
+
+class CollectionController(Controller):
+    path = "/api"
+    tags = ["collections"]
+
+    @get("/collections")
+    async def list_collections(self, services: Services) -> list[dict]:
+        return services.store.list_collections()
+
+    @get("/collections/{name:str}/documents")
+    async def list_documents(
+        self,
+        services: Services,
+        name: str,
+        offset: Annotated[int, Parameter(ge=0)] = 0,
+        limit: Annotated[int, Parameter(ge=1, le=10000)] = 1000,
+    ) -> dict:
+        coll = require_collection(services, name)
+        docs = services.store.list_documents(coll, offset=offset, limit=limit)
+        return {"collection": name, "documents": [document_dict(d) for d in docs]}
+
+    @get("/chunks/{chunk_id:int}")
+    async def get_chunk(self, services: Services, chunk_id: int) -> dict:
+        with services.store.session() as s:
+            row = s.exec(
+                select(Chunk, Document, Collection)
+                .join(Document, Document.id == Chunk.document_id)
+                .join(Collection, Collection.id == Chunk.collection_id)
+                .where(Chunk.id == chunk_id)
+            ).first()
+        if row is None:
+            raise NotFoundException(f"no chunk {chunk_id}")
+        chunk, doc, coll = row
+        return {
+            "chunk_id": chunk.id,
+            "document_id": doc.id,
+            "collection": coll.name,
+            "path": doc.path,
+            "title": doc.title,
+            "text": chunk.text,
+            "heading_path": chunk.heading_path,
+            "anchor": chunk.anchor,
+            "page": chunk.page,
+            "line_start": chunk.line_start,
+            "line_end": chunk.line_end,
+            "symbol": chunk.symbol,
+        }

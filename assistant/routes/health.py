@@ -1,0 +1,32 @@
+"""Liveness and readiness: is the store readable and the backend answering."""
+
+from __future__ import annotations
+
+import anyio
+from litestar import Response, get
+from sqlalchemy import text
+
+from assistant.services import Services
+
+
+async def backend_health(services: Services) -> dict:
+    backend = services.backend
+    if backend is None:
+        return {"name": None, "ok": False, "detail": "no backend configured"}
+    try:
+        with anyio.fail_after(5):
+            h = await backend.health()
+        return {"name": backend.name, "ok": h.ok, "detail": h.detail, "model": h.model or backend.model,
+                "context_window": backend.context_window}
+    except Exception as exc:  # a broken backend must not break the health check
+        return {"name": backend.name, "ok": False, "detail": f"{type(exc).__name__}: {exc}"}
+
+
+@get("/health", tags=["status"])
+async def health(services: Services) -> Response[dict]:
+    """200 when everything works; 503 with the reason when the store or the backend does not."""
+    with services.store.engine.connect() as conn:
+        conn.execute(text("SELECT 1"))
+    backend = await backend_health(services)
+    status = "ok" if backend["ok"] else "degraded"
+    return Response({"status": status, "backend": backend}, status_code=200 if backend["ok"] else 503)

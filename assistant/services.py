@@ -1,0 +1,63 @@
+"""The long-lived objects built from Settings: the store, the embedder, the retriever and the backend.
+
+Built once by the app's lifespan (or by a CLI command) and passed to the plain functions that need them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from indexes.embed import Embedder
+from indexes.retrieve import Retriever
+from indexes.store import Store
+
+from assistant.backends.base import Backend, create_backend
+from assistant.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    e = settings.embedder
+    return Embedder(e.model_path, batch_size=e.batch_size, max_seq_length=e.max_seq_length, dtype=e.dtype)
+
+
+def make_retriever(settings: Settings, store: Store, embedder: Embedder) -> Retriever:
+    r = settings.retrieval
+    return Retriever(store, embedder, candidates=r.candidates, rrf_k=r.rrf_k)
+
+
+@dataclass
+class Services:
+    settings: Settings
+    store: Store
+    embedder: Embedder
+    retriever: Retriever
+    backend: Backend | None
+
+    @classmethod
+    def build(cls, settings: Settings, *, with_backend: bool = True) -> "Services":
+        store = Store(settings.data_dir)
+        embedder = make_embedder(settings)
+        backend = create_backend(settings) if with_backend else None
+        return cls(settings, store, embedder, make_retriever(settings, store, embedder), backend)
+
+    def check_indexes(self) -> list[str]:
+        """Load every collection's FAISS index, rebuilding (and saving) those that are stale or missing."""
+        rebuilt = []
+        for info in self.store.list_collections():
+            coll = self.store.get_collection(info["name"])
+            if coll is None or not coll.dim:
+                continue
+            before = self.store.vectors.rebuilds
+            self.store.save_vectors(coll)
+            if self.store.vectors.rebuilds != before:
+                rebuilt.append(coll.name)
+                log.info("rebuilt the vector index of %r from the store", coll.name)
+        return rebuilt
+
+    async def aclose(self) -> None:
+        if self.backend is not None:
+            await self.backend.aclose()
+        self.store.close()

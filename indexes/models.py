@@ -1,0 +1,89 @@
+"""The tables of the store: the single source of truth.
+
+FAISS files and the FTS5 table are derived from these rows and can be rebuilt at any time.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import Column, ForeignKey, Integer, LargeBinary, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Collection(SQLModel, table=True):
+    """A named set of documents searched together; its own FAISS file."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(index=True, unique=True)
+    created_at: datetime = Field(default_factory=utcnow)
+    # Bumped in the same transaction as every change to this collection's chunks; the FAISS file
+    # carries the generation it was built at, so a stale file is detected on load.
+    generation: int = 0
+    embedder: str = ""
+    dim: int = 0
+
+
+class Document(SQLModel, table=True):
+    """One source file of a collection. Identity: collection + path; content: sha256 of the bytes."""
+
+    __table_args__ = (UniqueConstraint("collection_id", "path"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    collection_id: int = Field(
+        sa_column=Column(Integer, ForeignKey("collection.id", ondelete="CASCADE"), index=True, nullable=False)
+    )
+    path: str  # relative to the ingested root, '/'-separated
+    root: str = ""  # the absolute root it was ingested from, to open the original
+    title: str = ""
+    kind: str = ""  # file type: md, pdf, py, ...
+    sha256: str = ""
+    size: int = 0
+    mtime: float = 0.0
+    status: str = "ok"  # ok | failed | skipped
+    error: str | None = None
+    n_chunks: int = 0
+    meta: str = "{}"  # JSON: commit, front matter, ...
+    ingested_at: datetime = Field(default_factory=utcnow)
+
+
+class Chunk(SQLModel, table=True):
+    """A piece of a document small enough to embed, with where it came from."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    document_id: int = Field(
+        sa_column=Column(Integer, ForeignKey("document.id", ondelete="CASCADE"), index=True, nullable=False)
+    )
+    collection_id: int = Field(index=True)
+    ordinal: int = 0
+    text: str
+    heading_path: str = ""  # "Section › Subsection"
+    anchor: str = ""  # fragment to link to (a heading slug, or L10-L42 for code)
+    page: int | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    symbol: str = ""
+    n_tokens: int = 0
+    embedding: bytes = Field(sa_column=Column(LargeBinary, nullable=False))  # float32, normalized
+
+
+class IngestJob(SQLModel, table=True):
+    """One ingestion request and its progress."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    collection_id: int = Field(index=True)
+    status: str = "pending"  # pending | running | done | failed
+    params: str = "{}"  # JSON: paths, options
+    files_total: int = 0
+    files_done: int = 0
+    files_failed: int = 0
+    files_skipped: int = 0
+    chunks: int = 0
+    error: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
