@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Create .venv in the repository root and install the product into it (idempotent).
+#   scripts/setup.sh            the product
+#   scripts/setup.sh test       the product and the test tools (pytest, Playwright, import-linter, Chromium)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+extras="gpu"
+[[ "${1:-}" == "test" ]] && extras="gpu,test"
+
+PYTHON="${PYTHON:-python3}"
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    echo "setup: Python >= 3.11 is needed ($PYTHON is $("$PYTHON" --version 2>&1))" >&2
+    exit 1
+fi
+
+# Re-install only when the dependencies or the extras changed.
+stamp=".venv/.installed-$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)-${extras//,/-}"
+if [[ ! -f "$stamp" ]]; then
+    [[ -x .venv/bin/python ]] || "$PYTHON" -m venv .venv
+    # torch==2.13.0 takes the CPU wheel; llama.cpp is built without the multimodal library (not needed).
+    CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" .venv/bin/pip install --disable-pip-version-check -q \
+        "torch==2.13.0" -e ".[${extras}]"
+    # unstructured's PDF extra pulls a torchvision that cannot load beside this torch and breaks
+    # transformers' imports; the fast PDF strategy never needs it.
+    .venv/bin/pip uninstall -y -q torchvision 2>/dev/null || true
+    rm -f .venv/.installed-*
+    touch "$stamp"
+fi
+
+if [[ "$extras" == *test* ]] && [[ ! -x /usr/bin/chromium ]]; then
+    if [[ $(id -u) == 0 ]]; then
+        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+            || echo "setup: could not install chromium; the browser tests will be skipped" >&2
+    else
+        echo "setup: /usr/bin/chromium is missing (apt-get install chromium); the browser tests will be skipped" >&2
+    fi
+fi
+echo "setup: .venv is ready ($(.venv/bin/python --version))"
