@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from contextlib import asynccontextmanager
 from importlib.resources import files
 from typing import AsyncIterator
@@ -37,6 +38,14 @@ def web_dir():
 @get("/", include_in_schema=False)
 async def index() -> File:
     return File(path=str(web_dir() / "index.html"), media_type="text/html", content_disposition_type="inline")
+
+
+def log_server_errors(logger: logging.Logger, scope: dict, tb: list[str]) -> None:
+    """Log unexpected failures with their traceback; a 4xx is the client's mistake, not ours."""
+    exc = sys.exc_info()[1]
+    if isinstance(exc, HTTPException) and exc.status_code < 500:
+        return
+    logger.error("Uncaught exception (%s %s):\n%s", scope.get("method", ""), scope.get("path", ""), "".join(tb))
 
 
 def store_error_handler(_: Request, exc: StoreError) -> Response:
@@ -74,5 +83,6 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
         logging_config=LoggingConfig(
             root={"level": settings.log_level.upper(), "handlers": ["queue_listener"]},
             log_exceptions="always",
+            exception_logging_handler=log_server_errors,
         ),
     )

@@ -61,6 +61,18 @@ class Backend(Protocol):
     async def aclose(self) -> None: ...
 
 
+def completion_text(messages: list[Message]) -> str:
+    """The raw text a completion-style backend (a base model, no chat template) is given.
+
+    One message is passed through as it is (the prompt builder writes complete completion prompts);
+    several become a plain transcript that ends where the assistant's answer begins.
+    """
+    if len(messages) == 1:
+        return messages[0]["content"]
+    lines = [m["content"] if m["role"] == "system" else f"{m['role'].capitalize()}: {m['content']}" for m in messages]
+    return "\n\n".join(lines) + "\n\nAssistant:"
+
+
 BackendFactory = Callable[["Settings"], Backend]
 BACKENDS: dict[str, BackendFactory] = {}
 

@@ -1,0 +1,73 @@
+"""The `echo` backend: a fast, deterministic stand-in for a model, so the server can be tested quickly.
+
+It answers "Echo: <question> [1]" (the citation only when the prompt carries numbered sources),
+word by word, and counts tokens with a fixed rule. It goes through the same registry as real backends.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import TYPE_CHECKING, AsyncIterator, Literal
+
+import anyio
+
+from assistant.backends.base import BackendHealth, GenParams, Message, register
+
+if TYPE_CHECKING:
+    from assistant.settings import Settings
+
+SOURCE_LINE = re.compile(r"^\[1\] ", re.MULTILINE)
+
+
+def echo_tokens(text: str) -> int:
+    """A deterministic token count: one token per started 8 characters of every whitespace-separated word."""
+    return sum(math.ceil(len(word) / 8) for word in text.split())
+
+
+def question_of(messages: list[Message]) -> str:
+    """The question the prompt asks: the last user message, or its final "Question: ..." in completion style."""
+    users = [m["content"] for m in messages if m["role"] == "user"]
+    last = users[-1] if users else ""
+    tail = last.rstrip()
+    if "Question: " in tail and tail.endswith("Answer:"):
+        last = tail.rsplit("Question: ", 1)[1][: -len("Answer:")]
+    return " ".join(last.split())
+
+
+class EchoBackend:
+    name = "echo"
+    model = "echo"
+
+    def __init__(self, context_window: int = 4096, prompt_style: Literal["chat", "completion"] = "chat", delay_s: float = 0.0) -> None:
+        self.context_window = context_window
+        self.prompt_style = prompt_style
+        self.delay_s = delay_s
+
+    def count_tokens(self, messages: list[Message]) -> int:
+        """Four tokens of framing per message plus `echo_tokens` of its content, and two to start the answer."""
+        return sum(4 + echo_tokens(m["content"]) for m in messages) + 2
+
+    def answer_for(self, messages: list[Message]) -> str:
+        text = f"Echo: {question_of(messages)}"
+        if any(SOURCE_LINE.search(m["content"]) for m in messages):
+            text += " [1]"
+        return text
+
+    async def stream(self, messages: list[Message], params: GenParams) -> AsyncIterator[str]:
+        words = self.answer_for(messages).split(" ")
+        for i, word in enumerate(words[: params.max_tokens]):
+            await anyio.sleep(self.delay_s)  # also a checkpoint: a closed or cancelled stream stops here
+            yield word if i == 0 else " " + word
+
+    async def health(self) -> BackendHealth:
+        return BackendHealth(ok=True, detail="deterministic echo backend", model=self.model)
+
+    async def aclose(self) -> None:
+        return None
+
+
+@register("echo")
+def create_echo(settings: "Settings") -> EchoBackend:
+    e = settings.echo
+    return EchoBackend(e.context_window, e.prompt_style, e.delay_s)

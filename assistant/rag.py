@@ -1,0 +1,175 @@
+"""A question answered from the collections: retrieve, build a prompt that fits, stream the backend.
+
+Events, in order: `token` {"text"} ..., then `sources` {"sources": [cited first, then the others]},
+then `done` {"answer", "prompt_tokens", "completion_tokens"?, "model", "timings"}. A failure after the
+start (the prompt cannot fit, the backend fails, anything unexpected) becomes one `error` event
+{"message", "code"} that ends the stream; no exception escapes it.
+
+The one exception is BackendBusy: a backend whose queue is full refuses the request before anything
+was sent, so that an HTTP route can answer 429 with Retry-After instead of opening a stream.
+`prepare()` does everything up to taking the backend's place in its queue and raises BackendBusy;
+`answer()` calls it on its first step, so `await anext(answer(...))` raises BackendBusy before any
+event exists. (A remote server that answers 429 while streaming gives an `error` event, code "busy".)
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator
+
+import anyio
+
+from indexes.retrieve import Hit, Retriever
+
+from assistant.backends.base import Backend, BackendBusy, BackendError, GenParams
+from assistant.citations import CitationFilter
+from assistant.prompts import Prompt, PromptTooLong, build_prompt
+from assistant.settings import Settings
+from assistant.sources import hit_to_source
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Event:
+    type: str  # "token" | "sources" | "done" | "error"
+    data: dict
+
+
+def error_event(exc: BaseException) -> Event:
+    """The `error` event for a failure; the message is safe to show (no traceback)."""
+    if isinstance(exc, PromptTooLong):
+        return Event("error", {"message": str(exc), "code": "prompt_too_long"})
+    if isinstance(exc, BackendBusy):
+        return Event("error", {"message": str(exc), "code": "busy", "retry_after": exc.retry_after})
+    if isinstance(exc, BackendError):
+        return Event("error", {"message": str(exc), "code": "backend_error"})
+    log.error("answer failed", exc_info=exc)
+    return Event("error", {"message": f"internal error: {type(exc).__name__}: {exc}", "code": "internal_error"})
+
+
+def source_dicts(sources: list[Hit], cited: list[int]) -> list[dict]:
+    """The prompt's sources as shown to clients: the cited ones first (by number), then the others."""
+    out = [dict(hit_to_source(h), n=n, cited=n in cited) for n, h in enumerate(sources, start=1)]
+    return sorted(out, key=lambda s: (not s["cited"], s["n"]))
+
+
+@dataclass
+class PreparedAnswer:
+    """A question ready to stream: its prompt and its place in the backend's queue (or an error)."""
+
+    backend: Backend
+    prompt: Prompt | None
+    stream: Any  # the backend's async iterator of text pieces
+    started: float  # perf_counter() when the question arrived
+    retrieve_ms: float
+    error: BaseException | None = None
+    _closed: bool = field(default=False, repr=False)
+
+    async def events(self) -> AsyncIterator[Event]:
+        if self.error is not None or self.prompt is None:
+            yield error_event(self.error or RuntimeError("no prompt"))
+            return
+        prompt = self.prompt
+        citations = CitationFilter(len(prompt.sources_used))
+        pieces: list[str] = []
+        first_token_ms: float | None = None
+        try:
+            async for piece in self.stream:
+                text = citations.feed(piece)
+                if text:
+                    if first_token_ms is None:
+                        first_token_ms = self._ms()
+                    pieces.append(text)
+                    yield Event("token", {"text": text})
+            tail = citations.flush()
+            if tail:
+                pieces.append(tail)
+                yield Event("token", {"text": tail})
+        except Exception as exc:
+            yield error_event(exc)
+            return
+        finally:
+            await self.aclose()
+        yield Event("sources", {"sources": source_dicts(prompt.sources_used, citations.cited)})
+        done: dict[str, Any] = {"answer": "".join(pieces).strip(), "prompt_tokens": prompt.prompt_tokens}
+        completion_tokens = getattr(self.stream, "completion_tokens", None)
+        if isinstance(completion_tokens, int):
+            done["completion_tokens"] = completion_tokens
+        done["model"] = self.backend.model
+        done["timings"] = {
+            "retrieve_ms": round(self.retrieve_ms, 1),
+            "first_token_ms": round(first_token_ms, 1) if first_token_ms is not None else None,
+            "total_ms": round(self._ms(), 1),
+        }
+        yield Event("done", done)
+
+    async def aclose(self) -> None:
+        """Abort the backend request, or give back the queue place of one never streamed."""
+        if self._closed or self.stream is None:
+            return
+        self._closed = True
+        close = getattr(self.stream, "aclose", None)
+        if close is not None:
+            await close()
+
+    def _ms(self) -> float:
+        return (time.perf_counter() - self.started) * 1000
+
+
+async def prepare(
+    question: str,
+    collections: str | list[str],
+    *,
+    retriever: Retriever,
+    backend: Backend,
+    settings: Settings,
+    history: list[dict] | None = None,
+    k: int | None = None,
+) -> PreparedAnswer:
+    """Retrieve, build the prompt and open the backend stream (which takes a place in its queue).
+
+    Raises BackendBusy when the backend's queue is full. Every other failure is kept and reported as
+    the `error` event of `events()`. Call `events()` (or `aclose()`) so that the place is given back.
+    """
+    started = time.perf_counter()
+    retrieve_ms = 0.0
+    prompt = None
+    try:
+        search = functools.partial(retriever.search, question, collections, k or settings.retrieval.k)
+        hits = await anyio.to_thread.run_sync(search)
+        retrieve_ms = (time.perf_counter() - started) * 1000
+        gen = settings.generation
+        build = functools.partial(build_prompt, question, hits, backend, gen.max_tokens, gen.margin_tokens, history)
+        prompt = await anyio.to_thread.run_sync(build)  # tokenizing is CPU work, or HTTP for remote servers
+        params = GenParams(max_tokens=gen.max_tokens, temperature=gen.temperature, stop=prompt.stop)
+        stream = backend.stream(prompt.messages, params)
+    except BackendBusy:
+        raise
+    except Exception as exc:
+        return PreparedAnswer(backend, prompt, None, started, retrieve_ms, error=exc)
+    return PreparedAnswer(backend, prompt, stream, started, retrieve_ms)
+
+
+async def answer(
+    question: str,
+    collections: str | list[str],
+    *,
+    retriever: Retriever,
+    backend: Backend,
+    settings: Settings,
+    history: list[dict] | None = None,
+    k: int | None = None,
+) -> AsyncIterator[Event]:
+    """The events answering question from collections (see the module docstring for the contract)."""
+    prepared = await prepare(
+        question, collections, retriever=retriever, backend=backend, settings=settings, history=history, k=k
+    )
+    try:
+        async for event in prepared.events():
+            yield event
+    finally:
+        await prepared.aclose()

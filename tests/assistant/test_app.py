@@ -1,0 +1,147 @@
+"""The HTTP API in-process (Litestar's test client) with the echo backend over a real store."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+
+import pytest
+from litestar.testing import AsyncTestClient
+
+from assistant.app import create_app
+from assistant.backends.base import create_backend
+from assistant.services import Services, make_retriever
+from indexes.store import NewChunk, SourceInfo, Store
+
+PAGES = {
+    "travel/booking.md": ("Booking travel", "Book flights through the travel desk at least 14 days before departure."),
+    "leave/vacation.md": ("Vacation", "Annual leave accrues at four hours per pay period and carries over up to 240 hours."),
+    "tools/laptops.md": ("Laptops", "New staff receive a laptop on their first day from the IT help desk."),
+}
+
+
+def fill(store: Store, embedder) -> None:
+    coll = store.ensure_collection("handbook", embedder.name, embedder.dim)
+    for path, (title, body) in PAGES.items():
+        store.write_document(
+            coll, SourceInfo(path=path, title=title, kind="md"), [NewChunk(text=body, heading_path=title, anchor="top")],
+            embedder.embed([body]),
+        )
+
+
+@pytest.fixture
+def services(settings_factory, embedder):
+    settings = settings_factory()
+    store = Store(settings.data_dir)
+    fill(store, embedder)
+    svc = Services(settings, store, embedder, make_retriever(settings, store, embedder), create_backend(settings))
+    yield svc
+    store.close()
+
+
+@pytest.fixture
+async def client(services):
+    async with AsyncTestClient(app=create_app(services.settings, services)) as c:
+        yield c
+
+
+def parse_sse(body: str) -> list[tuple[str, dict]]:
+    events = []
+    for block in body.replace("\r\n", "\n").strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        if "event" in fields:
+            events.append((fields["event"], json.loads(fields.get("data", "{}"))))
+    return events
+
+
+async def test_ask_streams_tokens_then_cited_sources_then_done(client):
+    r = await client.post("/api/ask", json={"question": "How early must flights be booked?", "collection": "handbook"})
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/event-stream")
+    events = parse_sse(r.text)
+    kinds = [k for k, _ in events]
+    assert kinds[0] == "token" and kinds[-2:] == ["sources", "done"]
+    assert set(kinds[:-2]) == {"token"}
+    answer = "".join(d["text"] for k, d in events if k == "token")
+    sources = events[-2][1]["sources"]
+    assert answer.strip() and sources
+    assert sources[0]["cited"] is True and sources[0]["path"] == "travel/booking.md"
+    cited = [s["cited"] for s in sources]
+    assert cited == sorted(cited, reverse=True), "cited sources come first"
+    for s in sources:
+        assert {"n", "path", "title", "score", "snippet", "url", "heading_path", "collection"} <= s.keys()
+    assert events[-1][1]["answer"] == answer
+
+
+@pytest.mark.parametrize(
+    "body, status, fragment",
+    [
+        ({"question": "", "collection": "handbook"}, 400, "empty"),
+        ({"question": "   \n ", "collection": "handbook"}, 400, "empty"),
+        ({"question": "x" * 5000, "collection": "handbook"}, 400, "too long"),
+        ({"question": "hi", "collection": "nope"}, 404, "unknown collection"),
+        ({"question": "hi"}, 400, "collection"),
+        ({"collection": "handbook"}, 400, "question"),
+        ({"question": "hi", "collection": "handbook", "k": 0}, 400, "k"),
+    ],
+)
+async def test_bad_ask_requests_get_a_clear_4xx(client, caplog, body, status, fragment):
+    with caplog.at_level(logging.ERROR):
+        r = await client.post("/api/ask", json=body)
+    assert r.status_code == status
+    payload = r.json()
+    assert fragment in json.dumps(payload).lower()
+    assert not [rec for rec in caplog.records if rec.levelno >= logging.ERROR], "no unhandled exception logged"
+
+
+async def test_malformed_json_is_a_400(client):
+    r = await client.post("/api/ask", content=b"{not json", headers={"content-type": "application/json"})
+    assert r.status_code == 400
+
+
+async def test_search_collections_documents_and_chunks(client):
+    r = await client.get("/api/search", params={"q": "laptop first day", "collection": "handbook", "k": 2})
+    assert r.status_code == 200
+    hits = r.json()["hits"]
+    assert hits[0]["path"] == "tools/laptops.md" and len(hits) == 2
+
+    chunk = (await client.get(hits[0]["url"])).json()
+    assert chunk["text"].startswith("New staff receive a laptop")
+
+    (coll,) = (await client.get("/api/collections")).json()
+    assert (coll["name"], coll["documents"], coll["chunks"]) == ("handbook", 3, 3)
+
+    docs = (await client.get("/api/collections/handbook/documents")).json()["documents"]
+    assert sorted(d["path"] for d in docs) == sorted(PAGES)
+
+    assert (await client.get("/api/collections/nope/documents")).status_code == 404
+    assert (await client.get("/api/chunks/999999")).status_code == 404
+    assert (await client.get("/api/search", params={"q": "", "collection": "handbook"})).status_code == 400
+    assert (await client.get("/api/search", params={"q": "x", "collection": "handbook", "k": 0})).status_code == 400
+
+
+async def test_health_and_web_page(client):
+    r = await client.get("/health")
+    assert r.status_code == 200 and r.json()["status"] == "ok" and r.json()["backend"]["name"] == "echo"
+    page = await client.get("/")
+    assert page.status_code == 200 and "<html" in page.text.lower()
+    assert (await client.get("/static/app.js")).status_code == 200
+
+
+async def test_faiss_file_deleted_then_restart_gives_the_same_results(services, settings_factory, embedder):
+    query = {"q": "how much vacation carries over", "collection": "handbook", "k": 3}
+    async with AsyncTestClient(app=create_app(services.settings, services)) as c:
+        before = (await c.get("/api/search", params=query)).json()["hits"]
+    vectors = services.settings.data_dir / "vectors"
+    assert list(vectors.glob("*.faiss")), "the app saved the index on start"
+    shutil.rmtree(vectors)
+
+    store = Store(services.settings.data_dir)
+    fresh = Services(services.settings, store, embedder, make_retriever(services.settings, store, embedder), services.backend)
+    async with AsyncTestClient(app=create_app(services.settings, fresh)) as c:
+        after = (await c.get("/api/search", params=query)).json()["hits"]
+    assert store.vectors.rebuilds == 1
+    assert list(vectors.glob("*.faiss")), "the rebuilt index was saved again"
+    assert [(h["chunk_id"], h["score"]) for h in after] == [(h["chunk_id"], h["score"]) for h in before]
+    store.close()

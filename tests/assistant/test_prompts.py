@@ -1,0 +1,117 @@
+"""The prompt builder: stable prefix, numbered sources best-first, never over the token budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from assistant.backends.base import GenParams, completion_text, create_backend
+from assistant.backends.echo import EchoBackend
+from assistant.prompts import COMPLETION_PREFIX, SYSTEM_PROMPT, PromptTooLong, build_prompt
+from indexes.retrieve import Hit
+
+WORDS = "the quick brown fox jumps over the lazy dog while reading configuration files carefully".split()
+
+
+def hit(i: int, n_words: int = 60, **kw) -> Hit:
+    text = " ".join(f"{WORDS[(i + j) % len(WORDS)]}{i}" for j in range(n_words))
+    values = dict(
+        chunk_id=100 + i, document_id=i, collection="docs", path=f"docs/page{i}.md", title=f"Page {i}", kind="md",
+        text=text, snippet=text[:80], heading_path=f"Guide > Part {i}", anchor=f"part-{i}", page=None,
+        line_start=None, line_end=None, symbol="", score=1.0 / (i + 1),
+    )
+    values.update(kw)
+    return Hit(**values)
+
+
+def test_chat_prompt_layout(settings_factory):
+    backend = create_backend(settings_factory())
+    hits = [hit(0), hit(1, path="src/app.py", line_start=10, line_end=42, symbol="make_app"), hit(2, page=3, path="a.pdf")]
+    p = build_prompt("How do I start?", hits, backend, max_answer_tokens=64, margin=8)
+    system, user = p.messages[0], p.messages[-1]
+    assert system["role"] == "system" and system["content"].startswith(SYSTEM_PROMPT + "\n\nSources:\n\n[1] Page 0 — docs/page0.md\n")
+    assert "[2] Page 1 — src/app.py:10-42\nSection: Guide > Part 1\nSymbol: make_app\n" in system["content"]
+    assert "[3] Page 2 — a.pdf:p.3\n" in system["content"]
+    assert user == {"role": "user", "content": "How do I start?"}
+    assert p.sources_used == hits and p.stop == [] and not p.truncated
+    assert p.prompt_tokens == backend.count_tokens(p.messages) <= p.budget == backend.context_window - 64 - 8
+
+
+def test_completion_prompt_layout_and_stops():
+    backend = EchoBackend(context_window=2048, prompt_style="completion")
+    history = [{"role": "user", "content": "What is it?"}, {"role": "assistant", "content": "A fox [1]."}]
+    p = build_prompt("Why?", [hit(0)], backend, 64, 8, history=history)
+    (message,) = p.messages
+    text = message["content"]
+    assert text.startswith(COMPLETION_PREFIX + "Context:\n[1] Page 0 — docs/page0.md\n")
+    assert text.endswith("\n\nQuestion: What is it?\nAnswer: A fox [1].\n\nQuestion: Why?\nAnswer:")
+    assert p.stop == ["\n\n", "Question:"] and p.history_used == 2
+    assert completion_text(p.messages) == text
+
+
+def test_the_prefix_is_the_same_bytes_whatever_the_question():
+    backend = EchoBackend(context_window=4096)
+    a = build_prompt("first question", [hit(1)], backend, 64, 8)
+    b = build_prompt("another one entirely", [hit(5), hit(6)], backend, 64, 8)
+    assert a.messages[0]["content"][: len(SYSTEM_PROMPT) + 12] == b.messages[0]["content"][: len(SYSTEM_PROMPT) + 12]
+
+
+@pytest.mark.parametrize("style", ["chat", "completion"])
+@pytest.mark.parametrize("window", [160, 200, 260, 400, 700, 1200])
+def test_fills_best_first_and_never_exceeds_the_budget(style, window):
+    backend = EchoBackend(context_window=window, prompt_style=style)
+    hits = [hit(i) for i in range(6)]
+    p = build_prompt("Which fox jumps over the lazy dog?", hits, backend, max_answer_tokens=48, margin=16)
+    assert p.prompt_tokens == backend.count_tokens(p.messages) <= window - 48 - 16
+    assert p.sources_used == hits[: len(p.sources_used)]  # a prefix of the ranking: best first
+    if len(p.sources_used) < len(hits):  # something was left out: the budget is (nearly) used up
+        assert p.prompt_tokens > p.budget - 40
+
+
+def test_a_source_too_big_alone_is_cut_not_dropped():
+    backend = EchoBackend(context_window=400)
+    big = hit(0, n_words=2000)
+    p = build_prompt("What does the fox do?", [big, hit(1)], backend, 64, 8)
+    assert p.sources_used == [big] and p.truncated
+    assert p.prompt_tokens <= p.budget
+    shown = p.messages[0]["content"]
+    assert shown.endswith(" …") and big.text[:200] in shown and big.text not in shown
+
+
+def test_question_alone_too_long_is_an_error():
+    backend = EchoBackend(context_window=300)
+    with pytest.raises(PromptTooLong, match="prompt tokens but only"):
+        build_prompt("word " * 400, [hit(0)], backend, 64, 8)
+    with pytest.raises(PromptTooLong):
+        build_prompt("short", [hit(0)], backend, max_answer_tokens=300, margin=8)
+
+
+def test_old_history_gives_way_to_sources():
+    backend = EchoBackend(context_window=600)
+    history = []
+    for i in range(30):
+        history += [{"role": "user", "content": f"question {i} " + "pad " * 10}, {"role": "assistant", "content": f"answer {i}"}]
+    p = build_prompt("latest?", [hit(0), hit(1)], backend, 64, 8, history=history)
+    kept = p.messages[1:-1]
+    assert 0 < len(kept) < len(history) and kept == history[-len(kept):] and kept[0]["role"] == "user"
+    assert len(p.sources_used) == 2 and p.prompt_tokens <= p.budget
+
+
+def test_no_hits_still_gives_a_prompt():
+    backend = EchoBackend()
+    p = build_prompt("anything?", [], backend, 64, 8)
+    assert p.sources_used == [] and "(no sources were found)" in p.messages[0]["content"]
+
+
+@pytest.mark.slow
+async def test_real_llama_tokenizer_counts_and_budget(llama):
+    """With the real GGUF tokenizer (n_ctx 512): exact counts, under budget, sources cut to fit, and it runs."""
+    hits = [hit(i, n_words=120) for i in range(5)]
+    p = build_prompt("Which fox jumps over the lazy dog?", hits, llama, max_answer_tokens=32, margin=8)
+    (message,) = p.messages  # the packaged base model has no chat template: one completion prompt
+    tokens = llama.llm.tokenize(message["content"].encode("utf-8"), add_bos=True, special=True)
+    assert p.prompt_tokens == len(tokens) <= 512 - 32 - 8
+    assert 1 <= len(p.sources_used) < len(hits) and p.truncated
+    assert p.prompt_tokens > p.budget - 40  # the cut source filled the budget
+    stream = llama.stream(p.messages, GenParams(max_tokens=32, temperature=0, stop=p.stop))
+    pieces = [piece async for piece in stream]  # no context overflow
+    assert stream.prompt_tokens == p.prompt_tokens and all(isinstance(x, str) for x in pieces)
