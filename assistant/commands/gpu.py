@@ -1,0 +1,228 @@
+"""`assistant doctor`, `plan`, `status` and `presets`: GPU checks, capacity arithmetic, live GPU status."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from assistant.gpu.model import QUANTS
+from assistant.settings import Settings
+
+STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from assistant.cli import add_common
+
+    p = sub.add_parser("doctor", help="check this machine's GPUs, drivers and engines; say what to fix")
+    add_common(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object: status, findings, facts")
+    p.add_argument("--facts", metavar="PATH", help="check recorded facts (a folder of probe outputs or a facts JSON)")
+    p.add_argument("--preset", help="check a launch preset (see `assistant presets`)")
+    p.add_argument("--model", help="model directory or config.json, for the dtype and memory checks")
+    p.add_argument("--dtype", choices=["auto", "float16", "bfloat16", "float32"], help="vLLM --dtype to check")
+    p.add_argument("--kv-cache-dtype", choices=["auto", "fp8", "fp8_e4m3", "fp8_e5m2"], help="KV-cache dtype to check")
+    p.add_argument("--tensor-parallel-size", "--tp", type=int, help="tensor-parallel size to check")
+    p.add_argument("--quant", choices=QUANTS, help="quantization to check")
+    p.add_argument("--max-model-len", type=int, help="context length to check")
+    p.add_argument("--gpu-memory-utilization", type=float, help="vLLM --gpu-memory-utilization to check")
+    p.set_defaults(func=run_doctor)
+
+    p = sub.add_parser("plan", help="what fits: weights, KV cache, concurrent sequences, decode ceiling, vLLM flags")
+    add_common(p)
+    p.add_argument("--model", required=True, help="model directory (config.json + safetensors) or a config.json")
+    p.add_argument("--gpu", required=True, help="v100-16g | v100-32g | a100-80g | h100-80g | h200 | <GiB>,<GB/s>")
+    p.add_argument("--gpus", type=int, default=1, help="number of GPUs (tensor parallel)")
+    p.add_argument("--quant", choices=QUANTS, default="fp16", help="weight format")
+    p.add_argument("--max-model-len", type=int, default=4096, help="context length per sequence")
+    p.add_argument("--kv-cache-dtype", choices=["auto", "fp8"], default="auto", help="KV-cache dtype")
+    p.add_argument("--gpu-memory-utilization", type=float, default=0.90, help="share of GPU memory vLLM may use")
+    p.add_argument("--json", action="store_true", help="print the plan as one JSON object")
+    p.set_defaults(func=run_plan)
+
+    p = sub.add_parser("status", help="this machine's GPUs now, and the running server's backend")
+    add_common(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--url", help="server to ask for its backend (default: the configured host and port)")
+    p.set_defaults(func=run_status)
+
+    p = sub.add_parser("presets", help="list the named vLLM launch presets")
+    add_common(p)
+    p.add_argument("--json", action="store_true", help="print the presets as one JSON object")
+    p.set_defaults(func=run_presets)
+
+
+def _fail(message: str) -> int:
+    print(f"assistant: {message}", file=sys.stderr)
+    return 2
+
+
+def _print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, ensure_ascii=False))
+
+
+def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
+    from assistant.gpu.doctor import diagnose, intent_from
+    from assistant.gpu.facts import load_facts
+    from assistant.gpu.probe import collect_facts
+
+    try:
+        facts = load_facts(args.facts) if args.facts else collect_facts()
+        facts.intent = intent_from(
+            args.preset, args.model, args.dtype, args.kv_cache_dtype, args.tensor_parallel_size, args.quant,
+            args.max_model_len, args.gpu_memory_utilization, base=facts.intent,
+        )  # fmt: skip
+    except (FileNotFoundError, KeyError, ValueError) as exc:
+        return _fail(str(exc).strip("'\""))
+    report = diagnose(facts)
+    if args.json:
+        _print_json(report)
+    else:
+        console = Console()
+        console.print(f"[bold]{escape(report['summary'])}[/bold]  (facts: {escape(facts.source)})")
+        for gpu in facts.gpus:
+            mem = f"{(gpu.memory_total_bytes or 0) / 2**30:.1f} GiB"
+            console.print(escape(f"  GPU{gpu.index}: {gpu.name}  {gpu.sm or ''}  {mem}"))
+        if facts.intent.source:
+            console.print(escape(f"  checking: {facts.intent.source}"))
+        table = Table("status", "check", "saw", "fix", show_lines=True)
+        skipped = [f for f in report["findings"] if f["status"] == "skip"]
+        for f in report["findings"]:
+            if f["status"] != "skip":
+                table.add_row(
+                    f"[{STYLE[f['status']]}]{f['status']}[/]", escape(f["title"]), escape(f["saw"]), escape(f["fix"])
+                )
+        console.print(table)
+        if skipped:
+            console.print(f"[dim]skipped: {escape('; '.join(f['rule'] + ' (' + f['saw'] + ')' for f in skipped))}[/]")
+        console.print(f"verdict: [{STYLE[report['status']]}]{report['status']}[/]")
+    return 1 if report["status"] == "fail" else 0
+
+
+def run_plan(args: argparse.Namespace, settings: Settings) -> int:
+    from assistant.gpu.hardware import parse_gpu_arg
+    from assistant.gpu.model import load_model
+    from assistant.gpu.plan import PlanRequest, make_plan
+    from assistant.gpu.presets import get_preset
+
+    try:
+        model = load_model(args.model)
+        req = PlanRequest(
+            gpu=parse_gpu_arg(args.gpu), gpus=args.gpus, quant=args.quant, max_model_len=args.max_model_len,
+            kv_cache_dtype=args.kv_cache_dtype, gpu_memory_utilization=args.gpu_memory_utilization,
+        )  # fmt: skip
+        plan = make_plan(model, req)
+    except (FileNotFoundError, ValueError) as exc:
+        return _fail(str(exc))
+    if args.json:
+        _print_json(plan.to_dict())
+        return 0 if plan.ok else 1
+    console = Console()
+    gb = lambda n: f"{n / 1e9:,.2f} GB"  # noqa: E731
+    table = Table("", "", show_header=False)
+    rows = [
+        ("model", escape(f"{plan.model}  ({plan.weights_source})")),
+        ("rig", f"{plan.gpus} x {req.gpu.name}, {plan.quant} on {plan.engine}"),
+        ("weights", f"{gb(plan.weights_bytes)} total, {gb(plan.weights_per_gpu_bytes)} per GPU"),
+        ("KV cache", f"{plan.kv_bytes_per_token:,} bytes/token ({plan.kv_cache_dtype}); "
+                     f"{plan.kv_bytes_per_token_per_gpu:,} per GPU"),
+        ("budget per GPU", f"{gb(plan.budget_per_gpu_bytes)} ({plan.gpu_memory_utilization:.2f} of memory), "
+                           f"runtime reserve ~{gb(plan.reserved_per_gpu_bytes)}"),
+        ("KV pool per GPU", f"{gb(plan.kv_pool_bytes)} = {plan.kv_pool_tokens:,} tokens"),
+        ("full-length sequences", f"{plan.max_concurrent_seqs} at {plan.max_model_len:,} tokens each"),
+        ("decode ceiling", f"{plan.decode_ceiling_tok_s} tok/s per stream (short context), "
+                           f"{plan.decode_ceiling_full_context_tok_s} at full context; "
+                           "aggregate over many streams can be higher"),
+        ("fits", "[green]yes[/]" if plan.fits else "[bold red]no[/]: " + escape("; ".join(plan.fit_reasons))),
+        ("supported",
+         "[green]yes[/]" if plan.supported else "[bold red]no[/]: " + escape("; ".join(plan.support_reasons))),
+    ]  # fmt: skip
+    for k, v in rows:
+        table.add_row(k, v)
+    console.print(table)
+    for note in plan.notes:
+        console.print(f"  note: {escape(note)}")
+    if plan.ok:
+        console.print(f"\n[bold]launch:[/bold] {escape(plan.command)}", soft_wrap=True)
+    else:
+        console.print(
+            "\n[bold]does not work as asked.[/bold] Options that would:"
+            if plan.options
+            else "\n[bold]does not work as asked[/bold]"
+        )
+        for o in plan.options:
+            extra = (
+                f" -> {o['max_concurrent_seqs']} sequence(s), ceiling {o['decode_ceiling_tok_s']} tok/s"
+                if "max_concurrent_seqs" in o
+                else f" ({o.get('note', '')})"
+            )
+            console.print(escape(f"  {o['change']}{extra}"))
+    if plan.presets:
+        console.print("\n[bold]presets for this rig:[/bold]")
+    for name in plan.presets:
+        console.print(escape(f"  {name}: {get_preset(name).command(plan.model)}"), soft_wrap=True)
+    return 0 if plan.ok else 1
+
+
+def run_status(args: argparse.Namespace, settings: Settings) -> int:
+    from assistant.gpu.status import gpu_status, server_status
+
+    gpus = gpu_status()
+    host = settings.server.host if settings.server.host not in ("0.0.0.0", "::") else "127.0.0.1"
+    url = args.url or f"http://{host}:{settings.server.port}"
+    server = server_status(url)
+    out = {
+        "gpus": gpus,
+        "server": url,
+        "server_reachable": server is not None,
+        "backend": (server or {}).get("backend"),
+    }
+    if args.json:
+        _print_json(out)
+        return 0
+    console = Console()
+    if not gpus:
+        console.print("no NVIDIA GPU on this machine (the CPU llama.cpp backend is the default)")
+    else:
+        table = Table("GPU", "memory", "util", "temp", "SM clock", "power", "throttle")
+        for g in gpus:
+            mem = f"{(g['memory_used_bytes'] or 0) / 2**30:.1f} / {(g['memory_total_bytes'] or 0) / 2**30:.1f} GiB"
+            power = f"{g['power_w']} / {g['power_limit_w']} W" if g["power_w"] is not None else "?"
+            clock = f"{g['sm_clock_mhz']} / {g['max_sm_clock_mhz']} MHz" if g["sm_clock_mhz"] is not None else "?"
+            throttle = ", ".join(g["throttle_reasons"]) or "-"
+            cells = [mem, f"{g['utilization_pct']}%", f"{g['temperature_c']} C", clock, power]
+            table.add_row(
+                escape(f"{g['index']} {g['name']}"),
+                *cells,
+                f"[yellow]{escape(throttle)}[/]" if g["slowed"] else escape(throttle),
+            )
+        console.print(table)
+    if server is None:
+        console.print(escape(f"server: nothing answers at {url}"))
+    else:
+        backend = out["backend"] or {}
+        details = ", ".join(f"{k}={v}" for k, v in backend.items()) if isinstance(backend, dict) else str(backend)
+        console.print(escape(f"server {url}: backend {details or '(not reported)'}"))
+    return 0
+
+
+def run_presets(args: argparse.Namespace, settings: Settings) -> int:
+    from assistant.gpu.presets import list_presets
+
+    presets = list_presets()
+    if args.json:
+        _print_json({"presets": [p.to_dict() for p in presets]})
+        return 0
+    console = Console()
+    for p in presets:
+        console.print(f"[bold]{p.name}[/bold]  ({p.mode}) {escape(p.rig)}")
+        console.print(escape(f"  {p.command()}"), soft_wrap=True)
+        for note in p.notes:
+            console.print(f"  [dim]{escape(note)}[/]")
+    return 0

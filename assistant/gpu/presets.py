@@ -1,0 +1,169 @@
+"""Named vLLM launch presets for the V100 rigs our users run, in two modes.
+
+`interactive` keeps time-to-first-token low (few sequences at once, prefix caching for the shared
+system prompt); `batch` trades latency for throughput (many sequences, chunked prefill). A preset is
+plain data: vLLM flags plus environment variables, for `serve --backend vllm --preset NAME`, `plan`
+and `doctor --preset NAME`.
+
+The engines decide what runs: vLLM's AWQ kernels need sm_75, so the V100 presets use GPTQ 4-bit
+(plain GPTQ kernels run on sm_70) and float16 (no native BF16 before sm_80).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Mode = Literal["interactive", "batch"]
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    rig: str
+    gpu: str  # a key of hardware.GPU_SPECS
+    gpus: int
+    mode: Mode
+    quant: str
+    flags: dict[str, Any]  # vLLM flag name (without --) -> value; True = a bare switch
+    env: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def max_model_len(self) -> int:
+        return int(self.flags["max-model-len"])
+
+    @property
+    def kv_cache_dtype(self) -> str:
+        return str(self.flags.get("kv-cache-dtype", "auto"))
+
+    @property
+    def gpu_memory_utilization(self) -> float:
+        return float(self.flags["gpu-memory-utilization"])
+
+    @property
+    def tensor_parallel_size(self) -> int:
+        return int(self.flags.get("tensor-parallel-size", 1))
+
+    def vllm_args(self) -> list[str]:
+        """The flags as `vllm serve MODEL` arguments."""
+        out: list[str] = []
+        for name, value in self.flags.items():
+            if value is True:
+                out.append(f"--{name}")
+            elif value is not False and value is not None:
+                out += [f"--{name}", str(value)]
+        return out
+
+    def vllm_settings(self) -> dict[str, Any]:
+        """The preset as `settings.vllm` values: each flag's name with `_` for `-`, plus `env`."""
+        return {name.replace("-", "_"): value for name, value in self.flags.items()} | {"env": dict(self.env)}
+
+    def command(self, model: str = "MODEL") -> str:
+        env = " ".join(f"{k}={v}" for k, v in self.env.items())
+        return " ".join(p for p in [env, "vllm serve", model, *self.vllm_args()] if p)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["notes"] = list(self.notes)
+        out["vllm_args"] = self.vllm_args()
+        return out
+
+
+def _rig(
+    name: str,
+    rig: str,
+    gpu: str,
+    gpus: int,
+    seqs: tuple[int, int],
+    base: dict[str, Any],
+    env: dict[str, str],
+    notes: tuple[str, ...],
+) -> list[Preset]:
+    """The two modes of one rig: `seqs` is (interactive, batch) max-num-seqs."""
+    interactive = {**base, "max-num-seqs": seqs[0], "enable-prefix-caching": True}
+    batch = {**base, "max-num-seqs": seqs[1], "enable-chunked-prefill": True, "max-num-batched-tokens": 4096,
+             "enable-prefix-caching": True}  # fmt: skip
+    return [
+        Preset(f"{name}-interactive", rig, gpu, gpus, "interactive", "gptq", interactive, env, notes),
+        Preset(f"{name}-batch", rig, gpu, gpus, "batch", "gptq", batch, env, notes),
+    ]
+
+
+_NVLINK_ENV = {"NCCL_P2P_LEVEL": "NVL"}
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in [
+        *_rig(
+            "v100x2-16g-nvlink",
+            "2 x V100 16 GB joined by NVLink, tensor parallel 2",
+            "v100-16g",
+            2,
+            (8, 32),
+            {
+                "tensor-parallel-size": 2,
+                "dtype": "float16",
+                "quantization": "gptq",
+                "max-model-len": 8192,
+                "gpu-memory-utilization": 0.90,
+                "enforce-eager": True,
+            },
+            _NVLINK_ENV,
+            (
+                "a 27B model in FP16 (54 GB) does not fit in 2 x 16 GB: 4-bit GPTQ weights (~16 GB) do",
+                "field reports: 64 tok/s aggregate at 16 concurrent; NCCL_P2P_LEVEL=NVL cut TP latency ~30 %",
+                "--enforce-eager skips CUDA-graph capture, whose memory peak stops 16 GB cards at start-up",
+            ),
+        ),  # fmt: skip
+        *_rig(
+            "v100-32g",
+            "1 x V100 32 GB",
+            "v100-32g",
+            1,
+            (8, 32),
+            {"dtype": "float16", "quantization": "gptq", "max-model-len": 16384, "gpu-memory-utilization": 0.90},
+            {},
+            (
+                "27B at 4 bits is ~16 GB of weights: single-stream ceiling ~58 tok/s at 900 GB/s",
+                "field reports: 40-60 tok/s single stream, 280 tok/s aggregate at 8 concurrent",
+            ),
+        ),  # fmt: skip
+        *_rig(
+            "v100x2-32g-nvlink",
+            "2 x V100 32 GB (PCIe cards with an NVLink bridge), tensor parallel 2, 64k context",
+            "v100-32g",
+            2,
+            (12, 48),
+            {
+                "tensor-parallel-size": 2,
+                "dtype": "float16",
+                "quantization": "gptq",
+                "max-model-len": 65536,
+                "gpu-memory-utilization": 0.90,
+                "kv-cache-dtype": "fp8",
+            },
+            _NVLINK_ENV,
+            (
+                "FP8 KV cache has no hardware support on Volta: converted in software, ~8 % slower, twice the context",
+                "field reports: ~400 tok/s aggregate at 4 concurrent",
+            ),
+        ),  # fmt: skip
+    ]
+}
+
+
+def list_presets() -> list[Preset]:
+    return list(PRESETS.values())
+
+
+def get_preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise KeyError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}") from None
+
+
+def presets_for(gpu: str, gpus: int) -> list[Preset]:
+    """The presets written for this GPU model and count."""
+    return [p for p in PRESETS.values() if p.gpu == gpu and p.gpus == gpus]

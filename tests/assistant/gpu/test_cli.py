@@ -1,0 +1,143 @@
+"""`assistant doctor | plan | status | presets` run as a user runs them: in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from assistant.gpu.facts import Intent
+from tests.assistant.gpu.scenarios import CONFIG_27B, rig
+
+REPO = Path(__file__).resolve().parents[3]
+H200_X2 = REPO / "tests" / "fixtures" / "gpu" / "h200-x2"
+
+
+@pytest.fixture
+def cli(tmp_path):
+    exe = Path(sys.executable).with_name("assistant")
+    base = [str(exe)] if exe.exists() else [sys.executable, "-m", "assistant.cli"]
+    env = {
+        **os.environ,
+        "XDG_DATA_HOME": str(tmp_path / "xdg"),
+        "ASSISTANT_DATA_DIR": str(tmp_path / "data"),
+        "COLUMNS": "200",
+    }
+    env.pop("ASSISTANT_CONFIG", None)
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*base, *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+
+    return run
+
+
+@pytest.fixture
+def config_27b(tmp_path) -> Path:
+    path = tmp_path / "gemma-27b" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(CONFIG_27B))
+    return path
+
+
+def test_doctor_json_on_this_machine(cli):
+    done = cli("doctor", "--json")
+    assert done.returncode in (0, 1), done.stderr
+    report = json.loads(done.stdout)
+    assert {"status", "gpu_count", "summary", "findings", "facts"} <= set(report)
+    if report["gpu_count"] == 0:
+        assert done.returncode == 0 and report["status"] == "warn"
+        assert "llama.cpp" in report["summary"]
+        presence = report["findings"][0]
+        assert presence["rule"] == "gpu-present" and "no NVIDIA GPU" in presence["saw"]
+
+
+def test_doctor_text_on_this_machine(cli):
+    done = cli("doctor")
+    assert done.returncode in (0, 1), done.stderr
+    assert "verdict:" in done.stdout
+    if "no NVIDIA GPU" in done.stdout:
+        assert "llama.cpp" in done.stdout
+
+
+def test_status_on_this_machine(cli):
+    done = cli("status", "--json", "--url", "http://127.0.0.1:9")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["server_reachable"] is False and out["backend"] is None
+    assert isinstance(out["gpus"], list)
+    text = cli("status", "--url", "http://127.0.0.1:9")
+    assert text.returncode == 0 and "nothing answers at http://127.0.0.1:9" in text.stdout
+    if not out["gpus"]:
+        assert "no NVIDIA GPU" in text.stdout
+
+
+def test_doctor_on_a_recorded_scenario(cli, tmp_path):
+    facts = rig(2, 16, intent=Intent(tensor_parallel_size=2, quant="fp16", max_model_len=8192, model_config=CONFIG_27B))
+    path = tmp_path / "facts.json"
+    path.write_text(json.dumps(facts.to_dict()))
+    done = cli("doctor", "--json", "--facts", str(path))
+    assert done.returncode == 1, done.stderr
+    status = {f["rule"]: f["status"] for f in json.loads(done.stdout)["findings"]}
+    assert status["memory-fit"] == "fail" and status["nvlink-nccl"] == "warn"
+    # the same machine checked with the rig's preset instead
+    fixed = cli("doctor", "--facts", str(path), "--preset", "v100x2-16g-nvlink-interactive")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "checking: preset v100x2-16g-nvlink-interactive" in fixed.stdout
+
+
+def test_doctor_on_recorded_h200_output_with_a_model(cli, config_27b):
+    done = cli("doctor", "--json", "--facts", str(H200_X2), "--model", str(config_27b), "--tp", "2", "--quant", "awq")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    status = {f["rule"]: f["status"] for f in report["findings"]}
+    assert report["gpu_count"] == 2 and status["memory-fit"] == "pass" and status["quant-kernels"] == "pass"
+
+
+def test_plan_json_does_not_fit_and_suggests(cli, config_27b):
+    done = cli(
+        "plan",
+        "--json",
+        "--model",
+        str(config_27b),
+        "--gpu",
+        "v100-16g",
+        "--gpus",
+        "2",
+        "--quant",
+        "fp16",
+        "--max-model-len",
+        "8192",
+    )
+    assert done.returncode == 1, done.stderr
+    p = json.loads(done.stdout)
+    assert p["fits"] is False and p["weights_bytes"] > 50e9
+    assert any(o["change"] == "--quant gptq" for o in p["options"])
+
+
+def test_plan_text_fits(cli, config_27b):
+    done = cli(
+        "plan", "--model", str(config_27b.parent), "--gpu", "v100-32g", "--quant", "gptq", "--max-model-len", "16384"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "launch: vllm serve" in done.stdout and "--quantization gptq" in done.stdout
+    assert "v100-32g-interactive" in done.stdout
+
+
+def test_plan_rejects_bad_input(cli, config_27b, tmp_path):
+    done = cli("plan", "--model", str(tmp_path / "none"), "--gpu", "v100-16g")
+    assert done.returncode == 2 and "no config.json" in done.stderr
+    done = cli("plan", "--model", str(config_27b), "--gpu", "tpu")
+    assert done.returncode == 2 and "unknown GPU" in done.stderr
+
+
+def test_presets_json(cli):
+    done = cli("presets", "--json")
+    assert done.returncode == 0
+    names = [p["name"] for p in json.loads(done.stdout)["presets"]]
+    assert len(names) == 6 and "v100-32g-batch" in names
+    text = cli("presets")
+    assert "NCCL_P2P_LEVEL=NVL vllm serve MODEL" in text.stdout
