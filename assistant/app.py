@@ -23,7 +23,7 @@ from indexes.store import StoreError
 from assistant.routes.ask import ask
 from assistant.routes.collections import CollectionController
 from assistant.routes.deps import provide_services
-from assistant.routes.health import health
+from assistant.routes.health import health, status
 from assistant.routes.search import search
 from assistant.services import Services
 from assistant.settings import Settings
@@ -73,6 +73,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
             ask,
             search,
             health,
+            status,
             CollectionController,
         ],
         dependencies={"services": Provide(provide_services, sync_to_thread=False)},

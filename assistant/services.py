@@ -24,8 +24,30 @@ def make_embedder(settings: Settings) -> Embedder:
 
 
 def make_retriever(settings: Settings, store: Store, embedder: Embedder) -> Retriever:
+    """The retriever with every retrieval setting; also sets how the store builds and searches vectors."""
+    from indexes.rerank import CrossEncoderReranker
+    from indexes.vectors import VectorOptions
+
     r = settings.retrieval
-    return Retriever(store, embedder, candidates=r.candidates, rrf_k=r.rrf_k)
+    store.configure_vectors(
+        VectorOptions(ann_threshold=r.ann_threshold, nlist=r.ann_nlist, nprobe=r.ann_nprobe, mmap=r.ann_mmap)
+    )
+    return Retriever(
+        store,
+        embedder,
+        candidates=r.candidates,
+        rrf_k=r.rrf_k,
+        fusion=r.fusion,
+        dense_weight=r.dense_weight,
+        normalisation=r.normalisation,
+        title_weight=r.title_weight,
+        heading_weight=r.heading_weight,
+        path_weight=r.path_weight,
+        lexical_budget=r.lexical_budget,
+        drop_stopwords=r.drop_stopwords,
+        reranker=CrossEncoderReranker(r.reranker_model) if r.reranker_model else None,
+        rerank_candidates=r.rerank_candidates,
+    )
 
 
 @dataclass
@@ -35,6 +57,7 @@ class Services:
     embedder: Embedder
     retriever: Retriever
     backend: Backend | None
+    in_flight: int = 0  # answers being streamed right now
 
     @classmethod
     def build(cls, settings: Settings, *, with_backend: bool = True) -> "Services":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import AsyncIterator
 
-from litestar import Request, post
+from litestar import post
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 from pydantic import BaseModel, Field
@@ -54,7 +54,7 @@ def to_message(event: Event) -> ServerSentEventMessage:
 
 
 @post("/api/ask", tags=["ask"], status_code=200)
-async def ask(request: Request, services: Services, data: AskRequest) -> ServerSentEvent:
+async def ask(services: Services, data: AskRequest) -> ServerSentEvent:
     scope = validate_ask(services, data)
     events = answer(
         data.question.strip(),
@@ -75,11 +75,13 @@ async def ask(request: Request, services: Services, data: AskRequest) -> ServerS
         ) from None
 
     async def stream() -> AsyncIterator[ServerSentEventMessage]:
+        services.in_flight += 1
         try:
             yield to_message(first)
             async for event in events:
                 yield to_message(event)
         finally:
+            services.in_flight -= 1
             await events.aclose()  # client gone or stream done: the backend request is aborted
 
     return ServerSentEvent(stream())

@@ -30,3 +30,14 @@ async def health(services: Services) -> Response[dict]:
     backend = await backend_health(services)
     status = "ok" if backend["ok"] else "degraded"
     return Response({"status": status, "backend": backend}, status_code=200 if backend["ok"] else 503)
+
+
+@get("/api/status", tags=["status"])
+async def status(services: Services) -> dict:
+    """The backend (name, model, context, health, requests in flight) and, when present, each GPU."""
+    from assistant.gpu.status import gpu_status
+
+    backend = await backend_health(services)
+    backend["in_flight"] = services.in_flight
+    gpus = await anyio.to_thread.run_sync(gpu_status)  # NVML, or nvidia-smi as a fallback: may block
+    return {"backend": backend, "gpus": gpus, "collections": len(services.store.list_collections())}

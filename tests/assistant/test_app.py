@@ -145,3 +145,10 @@ async def test_faiss_file_deleted_then_restart_gives_the_same_results(services, 
     assert list(vectors.glob("*.faiss")), "the rebuilt index was saved again"
     assert [(h["chunk_id"], h["score"]) for h in after] == [(h["chunk_id"], h["score"]) for h in before]
     store.close()
+
+
+async def test_status_reports_backend_and_gpus(client):
+    body = (await client.get("/api/status")).json()
+    assert body["backend"]["name"] == "echo" and body["backend"]["ok"] is True
+    assert body["backend"]["in_flight"] == 0
+    assert isinstance(body["gpus"], list)  # empty on a machine without NVIDIA GPUs
