@@ -60,6 +60,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
         svc = services or await to_thread.run_sync(Services.build, settings)
         app.state.services = svc
         await to_thread.run_sync(svc.check_indexes)
+        await to_thread.run_sync(svc.embedder.embed_query, "warm up")  # the first question is not the slow one
         try:
             yield
         finally:
