@@ -1,0 +1,300 @@
+"""Elements to chunks (pure): sized in the embedder's tokens, cut at sentence ends, with their place.
+
+A document is first cut into sections at its headings; a section is packed greedily into chunks of
+at most `chunk_tokens` tokens from whole sentences (code: whole lines), and consecutive chunks of one
+section share up to `overlap_tokens` tokens of trailing sentences. A sentence longer than a chunk is
+cut between words, and only a single word longer than a chunk is cut inside it. Each chunk keeps its
+heading path ("A › B"), an anchor to link to, its first page and its line range.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterator
+
+from indexes.store import NewChunk
+from ingest.parse import Element
+
+CountTokens = Callable[[str], int]
+HEADING_SEP = " › "
+MAX_HEADING_CHARS = 120
+
+# A sentence ends after . ! ? (with any closing quotes/brackets) before whitespace, or after a CJK
+# full stop, exclamation, question mark or semicolon, where no space follows.
+_SENTENCE_END = re.compile(r"[.!?][\"'”’»)\]]*(?=\s)|[。！？；][\"'”’」』)）]*")
+_WORD = re.compile(r"\S+")
+
+
+@dataclass
+class Piece:
+    """The smallest unit packed into chunks: a sentence, a line of code, or a part of either."""
+
+    text: str
+    tokens: int
+    sep: str = " "  # what joins it to the piece before it inside one chunk
+    page: int | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    heading: bool = False
+    code: bool = False
+
+
+@dataclass
+class Section:
+    path: str
+    anchor: str
+    pieces: list[Piece] = field(default_factory=list)
+
+    @property
+    def body_tokens(self) -> int:
+        return sum(p.tokens for p in self.pieces if not p.heading)
+
+    @property
+    def tokens(self) -> int:
+        return sum(p.tokens for p in self.pieces)
+
+
+def slugify(text: str) -> str:
+    """A GitHub-style heading anchor: lower case, punctuation dropped, each space a hyphen."""
+    return re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of text, surrounding whitespace excluded."""
+    spans, start = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        spans.append((start, m.end()))
+        start = m.end()
+    spans.append((start, len(text)))
+    out = []
+    for s, e in spans:
+        seg = text[s:e]
+        if seg.strip():
+            lead = len(seg) - len(seg.lstrip())
+            out.append((s + lead, s + len(seg.rstrip())))
+    return out
+
+
+def split(
+    elements: list[Element],
+    count_tokens: CountTokens,
+    *,
+    chunk_tokens: int = 200,
+    overlap_tokens: int = 32,
+    anchors: str = "heading",
+) -> list[NewChunk]:
+    """Chunks of the elements. anchors: 'heading' | 'lines' | 'page' | 'none' (see Parsed.anchors)."""
+    if chunk_tokens < 1:
+        raise ValueError("chunk_tokens must be at least 1")
+    overlap_tokens = max(0, min(overlap_tokens, chunk_tokens // 2))
+    # Parts of an over-long sentence leave room for the overlap that precedes them.
+    part_budget = chunk_tokens - overlap_tokens if chunk_tokens - overlap_tokens >= 8 else chunk_tokens
+    sections = merge_small(list(_sections(elements, count_tokens, part_budget)), chunk_tokens)
+    chunks: list[NewChunk] = []
+    for section in sections:
+        for pieces, text, n in _pack(section.pieces, count_tokens, chunk_tokens, overlap_tokens):
+            chunks.append(_chunk(section, pieces, text, n, anchors))
+    return chunks
+
+
+def _sections(elements: list[Element], count: CountTokens, budget: int) -> Iterator[Section]:
+    stack: list[tuple[int, str]] = []
+    seen_slugs: dict[str, int] = {}
+    section = Section("", "")
+    previous_kind = ""
+    for el in elements:
+        if el.kind == "title" and el.heading_level is not None:
+            if section.pieces:
+                yield section
+            title = " ".join(el.text.split())
+            while stack and stack[-1][0] >= el.heading_level:
+                stack.pop()
+            stack.append((el.heading_level, title[:MAX_HEADING_CHARS]))
+            base = slugify(title)
+            n = seen_slugs.get(base, 0)
+            seen_slugs[base] = n + 1
+            section = Section(HEADING_SEP.join(t for _, t in stack), base if n == 0 else f"{base}-{n}")
+            section.pieces.extend(_pieces(Element(title, "title", el.page), count, budget, "\n\n", heading=True))
+            previous_kind = "title"
+            continue
+        sep = "\n" if el.kind == "list" and previous_kind == "list" else "\n\n"
+        section.pieces.extend(_pieces(el, count, budget, sep))
+        previous_kind = el.kind
+    if section.pieces:
+        yield section
+
+
+def merge_small(sections: list[Section], budget: int) -> list[Section]:
+    """Fold a section that is only a heading (or a line or two) into the section after it.
+
+    A heading-only parent becomes part of its first child's chunk, under the child's path; a tiny
+    section joins the next when both fit in one chunk, under its own path.
+    """
+    small = max(8, budget // 8)
+    out: list[Section] = []
+    for sec in sections:
+        prev = out[-1] if out else None
+        if prev is not None and prev.body_tokens == 0:
+            out[-1] = Section(sec.path, sec.anchor, prev.pieces + sec.pieces)
+        elif prev is not None and prev.body_tokens < small and prev.tokens + sec.tokens <= budget:
+            prev.pieces.extend(sec.pieces)
+        else:
+            out.append(sec)
+    return out
+
+
+def _pieces(el: Element, count: CountTokens, budget: int, sep: str, heading: bool = False) -> list[Piece]:
+    """An element as pieces: lines for code, sentences otherwise, each no longer than budget."""
+    out: list[Piece] = []
+    if el.kind == "code":
+        for i, line in enumerate(el.text.split("\n")):
+            ln = el.line_start + i if el.line_start is not None else None
+            base = Piece(line.rstrip(), count(line), sep if i == 0 else "\n", el.page, ln, ln, code=True)
+            out.extend(_fit(base, count, budget))
+        return out
+    text = ("- " + el.text) if el.kind == "list" else el.text
+    for i, (s, e) in enumerate(sentence_spans(text)):
+        sentence = text[s:e]
+        ln = el.line_start + text.count("\n", 0, s) if el.line_start is not None else None
+        le = ln + sentence.count("\n") if ln is not None else None
+        base = Piece(sentence, count(sentence), sep if i == 0 else " ", el.page, ln, le, heading=heading)
+        out.extend(_fit(base, count, budget))
+    return out
+
+
+def _fit(piece: Piece, count: CountTokens, budget: int) -> list[Piece]:
+    """The piece, or its parts when it is longer than budget: between words, else inside a word."""
+    if piece.tokens <= budget:
+        return [piece]
+    parts: list[Piece] = []
+    words = [(m.start(), m.end()) for m in _WORD.finditer(piece.text)]
+    start, total, line = None, 0, piece.line_start
+    for ws, we in words:
+        n = count(piece.text[ws:we])
+        if start is not None and total + n > budget:
+            parts.append(_part(piece, piece.text[start:prev_end], total, line, not parts))
+            line = _advance(line, piece.text[start:ws])
+            start, total = None, 0
+        if n > budget:  # one word longer than a chunk: cut it where the tokens run out
+            parts.extend(_cut_word(piece, piece.text[ws:we], count, budget, line, first=not parts))
+            continue
+        if start is None:
+            start = ws
+        total += n
+        prev_end = we
+    if start is not None:
+        parts.append(_part(piece, piece.text[start:prev_end], total, line, not parts))
+    return parts
+
+
+def _part(piece: Piece, text: str, tokens: int, line: int | None, first: bool) -> Piece:
+    end = line + text.count("\n") if line is not None else None
+    return replace(piece, text=text, tokens=tokens, sep=piece.sep if first else " ", line_start=line, line_end=end)
+
+
+def _advance(line: int | None, consumed: str) -> int | None:
+    return line + consumed.count("\n") if line is not None else None
+
+
+def _cut_word(piece: Piece, word: str, count: CountTokens, budget: int, line: int | None, first: bool) -> list[Piece]:
+    parts = []
+    while word:
+        lo, hi = 1, len(word)
+        while lo < hi:  # the longest prefix that fits
+            mid = (lo + hi + 1) // 2
+            if count(word[:mid]) <= budget:
+                lo = mid
+            else:
+                hi = mid - 1
+        head, word = word[:lo], word[lo:]
+        sep = (piece.sep if first else " ") if not parts else ""
+        parts.append(replace(piece, text=head, tokens=count(head), sep=sep, line_start=line, line_end=line))
+    return parts
+
+
+def render(pieces: list[Piece]) -> str:
+    # Leading spaces are kept: they are the indentation of a first line of code.
+    return "".join((p.sep if i else "") + p.text for i, p in enumerate(pieces)).strip("\n").rstrip()
+
+
+def _pack(pieces: list[Piece], count: CountTokens, budget: int, overlap: int) -> Iterator[tuple[list[Piece], str, int]]:
+    """Greedy packing with overlap; each result is (pieces, text, exact token count)."""
+    i, carry = 0, []
+    while i < len(pieces):
+        cur = list(carry)
+        total = sum(p.tokens for p in cur)
+        j = i
+        while j < len(pieces) and (j == i or total + pieces[j].tokens <= budget):
+            total += pieces[j].tokens
+            j += 1
+        cur += pieces[i:j]
+        text = render(cur)
+        n = count(text)
+        # Token counts of parts need not add up exactly (joins inside a word): trust the real count.
+        while n > budget and j - i > 1:
+            j -= 1
+            cur.pop()
+            text = render(cur)
+            n = count(text)
+        if n > budget and carry:
+            cur = cur[len(carry) :]
+            text = render(cur)
+            n = count(text)
+        if text:
+            yield cur, text, n
+        i = j
+        carry = _overlap(cur, count, overlap, pieces[i].tokens if i < len(pieces) else 0, budget)
+
+
+def _overlap(cur: list[Piece], count: CountTokens, overlap: int, next_tokens: int, budget: int) -> list[Piece]:
+    """Trailing pieces of a chunk to repeat at the start of the next, within overlap tokens."""
+    room = min(overlap, budget - next_tokens)
+    if room <= 0 or not cur:
+        return []
+    tail: list[Piece] = []
+    total = 0
+    for p in reversed(cur[1:]):  # never the whole chunk again
+        if total + p.tokens > room:
+            break
+        tail.insert(0, p)
+        total += p.tokens
+    if tail or cur[-1].code:
+        return tail
+    # The last sentence alone is longer than the overlap: repeat its last words instead.
+    last = cur[-1]
+    words = list(_WORD.finditer(last.text))
+    start = None
+    for m in reversed(words):
+        if count(last.text[m.start() :]) > room:
+            break
+        start = m.start()
+    if start is None:
+        return []
+    text = last.text[start:]
+    line = last.line_end - text.count("\n") if last.line_end is not None else None
+    return [replace(last, text=text, tokens=count(text), line_start=line, heading=False)]
+
+
+def _chunk(section: Section, pieces: list[Piece], text: str, n: int, anchors: str) -> NewChunk:
+    page = next((p.page for p in pieces if p.page is not None), None)
+    starts = [p.line_start for p in pieces if p.line_start is not None]
+    ends = [p.line_end for p in pieces if p.line_end is not None]
+    line_start, line_end = (min(starts), max(ends)) if starts and ends else (None, None)
+    if anchors == "heading":
+        anchor = section.anchor
+    elif anchors == "lines" and line_start is not None:
+        anchor = f"L{line_start}-L{line_end}"
+    elif anchors == "page" and page is not None:
+        anchor = f"page={page}"
+    else:
+        anchor = ""
+    return NewChunk(
+        text=text,
+        heading_path=section.path,
+        anchor=anchor,
+        page=page,
+        line_start=line_start,
+        line_end=line_end,
+        n_tokens=n,
+    )
