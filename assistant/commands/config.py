@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from pydantic import BaseModel
 
@@ -28,6 +29,7 @@ def reference_markdown() -> str:
         for part in setting_path(env):
             value = getattr(value, part, None)
         shown = "" if value is None else json.dumps(value, default=str) if not isinstance(value, BaseModel) else ""
+        shown = shown.replace(str(Path.home()), "~")  # the same table on every machine
         rows.append(f"| `{env}` | `{shown}` | {description.replace('|', '/')} |")
     return "\n".join(rows) + "\n"
 
