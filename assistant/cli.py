@@ -15,7 +15,14 @@ from pydantic import ValidationError
 
 from assistant.settings import load_settings
 
-BUILTIN = ["assistant.commands.serve", "assistant.commands.query", "assistant.commands.config", "assistant.commands.gpu"]
+BUILTIN = [
+    "assistant.commands.serve",
+    "assistant.commands.query",
+    "assistant.commands.config",
+    "assistant.commands.gpu",
+    "assistant.commands.evaluate",
+    "assistant.commands.bench",
+]
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:

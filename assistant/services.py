@@ -13,6 +13,7 @@ from indexes.retrieve import Retriever
 from indexes.store import Store
 
 from assistant.backends.base import Backend, create_backend
+from assistant.query_batching import BatchingEmbedder
 from assistant.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -20,7 +21,7 @@ log = logging.getLogger(__name__)
 
 def make_embedder(settings: Settings) -> Embedder:
     e = settings.embedder
-    return Embedder(e.model_path, batch_size=e.batch_size, max_seq_length=e.max_seq_length, dtype=e.dtype)
+    return Embedder(e.model_path, batch_size=e.batch_size, max_seq_length=e.max_seq_length, dtype=e.dtype, threads=e.threads)
 
 
 def make_retriever(settings: Settings, store: Store, embedder: Embedder) -> Retriever:
@@ -64,7 +65,9 @@ class Services:
         store = Store(settings.data_dir)
         embedder = make_embedder(settings)
         backend = create_backend(settings) if with_backend else None
-        return cls(settings, store, embedder, make_retriever(settings, store, embedder), backend)
+        # Concurrent questions share one embedding forward pass (query_batching.py).
+        retriever = make_retriever(settings, store, BatchingEmbedder(embedder))
+        return cls(settings, store, embedder, retriever, backend)
 
     def check_indexes(self) -> list[str]:
         """Load every collection's FAISS index, rebuilding (and saving) those that are stale or missing."""

@@ -1,14 +1,27 @@
-"""Hybrid retrieval: dense (FAISS) and lexical (FTS5 BM25) candidates fused into ranked hits."""
+"""Hybrid retrieval: dense (FAISS) and lexical (FTS5 BM25) candidates fused into ranked hits.
+
+The stages are public so the evaluation can time and vary them on the same candidates:
+`candidates()` (both retrievers, every candidate scored on both sides) -> `fuse()` (RRF or a
+normalised linear mix) -> optional `rerank()` (cross-encoder) -> `hits()` (records and snippets).
+Defaults are the ones measured best on SciFact train by `assistant eval retrieval`.
+"""
 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
 
 from indexes.embed import Embedder
+from indexes.filters import SearchFilters
+from indexes.fusion import linear_mix, ranked, rrf
+from indexes.lexical import LexicalResult, Weights, normalise_query, phrase, query_terms
 from indexes.store import ChunkRecord, Store, StoreError
 
 WORD = re.compile(r"\w+", re.UNICODE)
+Fusion = Literal["linear", "rrf", "dense", "bm25"]
+__all__ = ["Candidates", "Hit", "Retriever", "fts_query", "rrf", "snippet_of"]
 
 
 @dataclass
@@ -32,19 +45,28 @@ class Hit:
     score: float
     dense_rank: int | None = None
     lexical_rank: int | None = None
+    dense_score: float | None = None
+    lexical_score: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
+@dataclass
+class Candidates:
+    """What both retrievers found for one query, each candidate scored on both sides."""
+
+    query: str
+    dense: list[int] = field(default_factory=list)  # ids in dense rank order
+    lexical: list[int] = field(default_factory=list)  # ids in BM25 rank order
+    dense_scores: dict[int, float] = field(default_factory=dict)  # cosine, every candidate
+    lexical_scores: dict[int, float] = field(default_factory=dict)  # BM25 (0 = no term matched), every candidate
+    match: str = ""  # the FTS5 expression that was run
+
+
 def fts_query(query: str) -> str:
     """A free-text question as an FTS5 expression: every word quoted, any word may match (OR)."""
-    words = [w for w in WORD.findall(query.lower()) if len(w) > 1 or not w.isascii()]
-    seen: list[str] = []
-    for w in words:
-        if w not in seen:
-            seen.append(w)
-    return " OR ".join(f'"{w}"' for w in seen[:64])
+    return " OR ".join(phrase(w) for w in query_terms(query, drop_stopwords=False))
 
 
 def snippet_of(text: str, query: str, width: int = 280) -> str:
@@ -61,62 +83,183 @@ def snippet_of(text: str, query: str, width: int = 280) -> str:
     return ("…" if start else "") + flat[start:end].strip() + ("…" if end < len(flat) else "")
 
 
-def rrf(rankings: list[list[int]], k: float) -> dict[int, float]:
-    """Reciprocal-rank fusion: sum of 1 / (k + rank) over the rankings an id appears in."""
-    scores: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, cid in enumerate(ranking, start=1):
-            scores[cid] = scores.get(cid, 0.0) + 1.0 / (k + rank)
-    return scores
-
-
 class Retriever:
-    """`search(query, collections, k)`: dense + BM25 candidates, reciprocal-rank fusion, top k hits."""
+    """`search(query, collections, k, filters=...)`: dense + BM25 candidates, fusion, optional rerank."""
 
-    def __init__(self, store: Store, embedder: Embedder, *, candidates: int = 50, rrf_k: float = 60.0) -> None:
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        *,
+        candidates: int = 50,
+        rrf_k: float = 5.0,
+        fusion: Fusion = "linear",
+        dense_weight: float = 0.5,
+        normalisation: Literal["minmax", "zscore"] = "minmax",
+        title_weight: float = 3.0,
+        heading_weight: float = 1.5,
+        path_weight: float = 1.0,
+        lexical_budget: int = 2000,
+        drop_stopwords: bool = True,
+        reranker: Any = None,
+        rerank_candidates: int = 20,
+        parallel: bool = True,
+    ) -> None:
         self.store = store
         self.embedder = embedder
-        self.candidates = candidates
+        self.candidates_n = candidates
         self.rrf_k = rrf_k
+        self.fusion: Fusion = fusion
+        self.dense_weight = dense_weight
+        self.normalisation = normalisation
+        self.weights = Weights(title=title_weight, headings=heading_weight, path=path_weight)
+        self.lexical_budget = lexical_budget
+        self.drop_stopwords = drop_stopwords
+        self.reranker = reranker  # anything with .scores(query, passages) -> list[float]
+        self.rerank_candidates = rerank_candidates
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="bm25") if parallel else None
 
-    def search(self, query: str, collections: str | list[str], k: int = 5) -> list[Hit]:
+    # --- the stages ---------------------------------------------------------------------------
+
+    def collections(self, collections: str | list[str]):
         names = [collections] if isinstance(collections, str) else list(collections)
         colls = []
-        for name in names:
+        for name in dict.fromkeys(names):
             coll = self.store.get_collection(name)
             if coll is None:
                 raise StoreError(f"unknown collection: {name!r}")
             colls.append(coll)
-        query = " ".join(query.split())
-        if not query or k <= 0:
-            return []
-        n = max(self.candidates, k)
+        return colls
 
+    def candidates(
+        self, query: str, collections: str | list[str], n: int, *, filters: SearchFilters | dict | None = None
+    ) -> Candidates:
+        """The top n of each retriever, inside the filters, with both scores for every candidate."""
+        colls = self.collections(collections)
+        flt = SearchFilters.coerce(filters)
+        query = normalise_query(query)
+        out = Candidates(query=query)
+        if not query or n <= 0:
+            return out
+
+        # BM25 runs in a worker thread while the query is embedded and FAISS searched: SQLite,
+        # torch and FAISS all release the GIL, so the two halves overlap on two cores.
+        lexical_job = self._pool.submit(self._lexical, colls, query, n, flt) if self._pool else None
+        qvec = None
         dense: list[tuple[int, float]] = []
         if any(c.dim for c in colls):
             qvec = self.embedder.embed_query(query)
             for coll in colls:
-                if coll.dim:
-                    dense.extend(self.store.vector_index(coll).search(qvec, n))
-            dense.sort(key=lambda t: -t[1])
+                if not coll.dim:
+                    continue
+                allowed = self.store.allowed_chunk_ids(coll.id, flt) if flt else None
+                dense.extend(self.store.vector_index(coll).search(qvec, n, allowed=allowed))
+            dense.sort(key=lambda t: (-t[1], t[0]))
             dense = dense[:n]
-        lexical = self.store.lexical_search([c.id for c in colls], fts_query(query), n)
+        lexical = lexical_job.result() if lexical_job is not None else self._lexical(colls, query, n, flt)
 
-        dense_ids = [cid for cid, _ in dense]
-        lexical_ids = [cid for cid, _ in lexical]
-        fused = rrf([dense_ids, lexical_ids], self.rrf_k)
-        top = sorted(fused, key=lambda cid: -fused[cid])[:k]
-        records = self.store.chunk_records(top)
-        dense_rank = {cid: r for r, cid in enumerate(dense_ids, start=1)}
-        lexical_rank = {cid: r for r, cid in enumerate(lexical_ids, start=1)}
+        out.dense = [cid for cid, _ in dense]
+        out.lexical = [cid for cid, _ in lexical.top]
+        out.match = lexical.match
+        out.dense_scores = dict(dense)
+        out.lexical_scores = dict(lexical.top)
+        # Every candidate gets both scores: exact cosine from its stored vector, BM25 from FTS5.
+        need_dense = [cid for cid in out.lexical if cid not in out.dense_scores]
+        if need_dense and qvec is not None:
+            vecs = self.store.chunk_vectors(need_dense)
+            out.dense_scores.update({cid: float(v @ qvec) for cid, v in vecs.items()})
+        unknown = []
+        for cid in out.dense:
+            if cid not in out.lexical_scores:
+                score = lexical.score_of(cid)
+                if score is None:
+                    unknown.append(cid)
+                else:
+                    out.lexical_scores[cid] = score
+        if unknown:
+            out.lexical_scores.update(self.store.lexical.scores(unknown, out.match, weights=self.weights))
+        return out
+
+    def _lexical(self, colls, query: str, n: int, flt: SearchFilters | None) -> LexicalResult:
+        terms = query_terms(query, drop_stopwords=self.drop_stopwords)
+        return self.store.lexical.search(
+            [c.id for c in colls], terms, n, weights=self.weights, budget=self.lexical_budget, filters=flt
+        )
+
+    def fuse(self, cands: Candidates, fusion: Fusion | None = None, **overrides: Any) -> dict[int, float]:
+        """Fused scores of all candidates (higher is better) by the configured or given method."""
+        method = fusion or self.fusion
+        if method == "dense":
+            return {cid: cands.dense_scores[cid] for cid in cands.dense}
+        if method == "bm25":
+            return {cid: cands.lexical_scores[cid] for cid in cands.lexical}
+        if method == "rrf":
+            return rrf([cands.dense, cands.lexical], overrides.get("rrf_k", self.rrf_k))
+        if method == "linear":
+            pool = set(cands.dense) | set(cands.lexical)
+            dense = {cid: cands.dense_scores[cid] for cid in pool if cid in cands.dense_scores}
+            lexical = {cid: cands.lexical_scores.get(cid, 0.0) for cid in pool}
+            return linear_mix(
+                dense,
+                lexical,
+                overrides.get("dense_weight", self.dense_weight),
+                overrides.get("normalisation", self.normalisation),
+            )
+        raise ValueError(f"unknown fusion {method!r}: use linear, rrf, dense or bm25")
+
+    def rerank(self, query: str, order: list[int], records: dict[int, ChunkRecord]) -> tuple[list[int], dict[int, float]]:
+        """The first `rerank_candidates` ids re-ordered by the cross-encoder; the rest keep their order."""
+        head = [cid for cid in order[: self.rerank_candidates] if cid in records]
+        passages = [f"{records[c].title}\n{records[c].text}" if records[c].title else records[c].text for c in head]
+        scores = dict(zip(head, self.reranker.scores(query, passages)))
+        head.sort(key=lambda cid: -scores[cid])
+        return head + order[self.rerank_candidates :], scores
+
+    def search(
+        self,
+        query: str,
+        collections: str | list[str],
+        k: int = 5,
+        *,
+        filters: SearchFilters | dict | None = None,
+        fusion: Fusion | None = None,
+    ) -> list[Hit]:
+        """The k best chunks for query across collections, restricted by filters when given.
+
+        `filters` is a SearchFilters or a dict with any of `paths` (globs), `kinds` (file types),
+        `modified_after`, `modified_before` (epoch seconds or ISO-8601).
+        """
+        if not " ".join(query.split()) or k <= 0:
+            self.collections(collections)  # still reject unknown collections
+            return []
+        n = max(self.candidates_n, k)
+        cands = self.candidates(query, collections, n, filters=filters)
+        fused = self.fuse(cands, fusion)
+        order = ranked(fused)
+        scores = fused
+        if self.reranker is not None:
+            records = self.store.chunk_records(order[: max(k, self.rerank_candidates)])
+            order, rerank_scores = self.rerank(cands.query, order, records)
+            scores = {**fused, **rerank_scores}
+            order = order[:k]
+            records = {cid: records[cid] for cid in order if cid in records}
+        else:
+            order = order[:k]
+            records = self.store.chunk_records(order)
+        return self.hits(cands, order, records, scores)
+
+    def hits(self, cands: Candidates, order: list[int], records: dict[int, ChunkRecord], scores: dict[int, float]) -> list[Hit]:
+        dense_rank = {cid: r for r, cid in enumerate(cands.dense, start=1)}
+        lexical_rank = {cid: r for r, cid in enumerate(cands.lexical, start=1)}
         return [
-            self._hit(records[cid], query, fused[cid], dense_rank.get(cid), lexical_rank.get(cid))
-            for cid in top
+            self._hit(records[cid], cands, scores[cid], dense_rank.get(cid), lexical_rank.get(cid))
+            for cid in order
             if cid in records
         ]
 
     @staticmethod
-    def _hit(rec: ChunkRecord, query: str, score: float, dr: int | None, lr: int | None) -> Hit:
+    def _hit(rec: ChunkRecord, cands: Candidates, score: float, dr: int | None, lr: int | None) -> Hit:
+        ds, ls = cands.dense_scores.get(rec.chunk_id), cands.lexical_scores.get(rec.chunk_id)
         return Hit(
             chunk_id=rec.chunk_id,
             document_id=rec.document_id,
@@ -125,14 +268,22 @@ class Retriever:
             title=rec.title or rec.path.rsplit("/", 1)[-1],
             kind=rec.kind,
             text=rec.text,
-            snippet=snippet_of(rec.text, query),
+            snippet=snippet_of(rec.text, cands.query),
             heading_path=rec.heading_path,
             anchor=rec.anchor,
             page=rec.page,
             line_start=rec.line_start,
             line_end=rec.line_end,
             symbol=rec.symbol,
-            score=round(score, 6),
+            score=round(float(score), 6),
             dense_rank=dr,
             lexical_rank=lr,
+            dense_score=None if ds is None else round(ds, 6),
+            lexical_score=None if ls is None else round(ls, 6),
         )
+
+
+def top_documents(hits: list[Hit]) -> list[str]:
+    """Document paths in the order of their best chunk (several chunks of one document count once)."""
+    return list(dict.fromkeys(h.path for h in hits))
+

@@ -18,8 +18,10 @@ from sqlalchemy import delete, func, text, update
 from sqlmodel import Session, select
 
 from indexes.db import make_engine
+from indexes.filters import SearchFilters
+from indexes.lexical import Lexical
 from indexes.models import Chunk, Collection, Document, utcnow
-from indexes.vectors import VectorIndex, VectorIndexes
+from indexes.vectors import VectorIndex, VectorIndexes, VectorOptions
 
 COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -57,6 +59,17 @@ class SourceInfo:
 
 
 @dataclass
+class DocumentWrite:
+    """One document of a bulk write: the source, its chunks, their vectors, and how it went."""
+
+    source: SourceInfo
+    chunks: list[NewChunk]
+    vectors: np.ndarray
+    status: str = "ok"
+    error: str | None = None
+
+
+@dataclass
 class ChunkRecord:
     """A chunk joined with its document and collection: everything a search hit shows."""
 
@@ -84,10 +97,15 @@ def path_terms(path: str) -> str:
 class Store:
     """One data directory: `store.db` (SQLite, the truth) and `vectors/` (FAISS, derived)."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, vector_options: VectorOptions | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.engine = make_engine(self.data_dir / "store.db")
-        self.vectors = VectorIndexes(self.data_dir / "vectors", self.embeddings)
+        self.vectors = VectorIndexes(self.data_dir / "vectors", self.embeddings, vector_options)
+        self.lexical = Lexical(self.engine)
+
+    def configure_vectors(self, options: VectorOptions) -> None:
+        """Change how vector indexes are built and searched (ANN threshold, lists, probes, mmap)."""
+        self.vectors.options = options
 
     def close(self) -> None:
         self.engine.dispose()
@@ -190,67 +208,86 @@ class Store:
         error: str | None = None,
     ) -> Document:
         """Replace the document at source.path with these chunks, in one transaction."""
-        if len(chunks) != len(vectors):
-            raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(chunks), -1) if chunks else vectors
+        return self.write_documents(collection, [DocumentWrite(source, chunks, vectors, status, error)])[0]
+
+    def write_documents(self, collection: Collection, items: list[DocumentWrite]) -> list[Document]:
+        """Replace several documents in one transaction (bulk loads: one commit, one generation bump).
+
+        Chunk ids are allocated in the transaction, so chunks, their embeddings and their FTS5 rows are
+        inserted with `executemany` rather than one ORM object at a time.
+        """
+        prepared = []
+        for item in items:
+            if len(item.chunks) != len(item.vectors):
+                raise ValueError(f"{item.source.path}: {len(item.chunks)} chunks but {len(item.vectors)} vectors")
+            vecs = np.ascontiguousarray(item.vectors, dtype=np.float32).reshape(len(item.chunks), -1) if item.chunks else item.vectors
+            prepared.append((item, vecs))
+        removed: list[int] = []
+        added_ids: list[np.ndarray] = []
+        added_vecs: list[np.ndarray] = []
+        doc_ids: list[int] = []
         with self.session() as s:
-            doc = s.exec(
-                select(Document).where(Document.collection_id == collection.id, Document.path == source.path)
-            ).first()
-            removed: list[int] = []
-            if doc is None:
-                doc = Document(collection_id=collection.id, path=source.path)
-            else:
-                removed = list(s.exec(select(Chunk.id).where(Chunk.document_id == doc.id)).all())
-                self._delete_chunks(s, removed)
-            doc.root, doc.title, doc.kind = source.root, source.title, source.kind
-            doc.sha256, doc.size, doc.mtime = source.sha256, source.size, source.mtime
-            doc.meta = json.dumps(source.meta, default=str)
-            doc.status, doc.error, doc.n_chunks = status, error, len(chunks)
-            doc.ingested_at = utcnow()
-            s.add(doc)
-            s.flush()
-            rows = [
-                Chunk(
-                    document_id=doc.id,
-                    collection_id=collection.id,
-                    ordinal=i,
-                    text=c.text,
-                    heading_path=c.heading_path,
-                    anchor=c.anchor,
-                    page=c.page,
-                    line_start=c.line_start,
-                    line_end=c.line_end,
-                    symbol=c.symbol,
-                    n_tokens=c.n_tokens,
-                    embedding=vectors[i].tobytes(),
+            conn = s.connection()
+            chunk_rows: list[tuple] = []
+            fts_rows: list[tuple] = []
+            next_id: int | None = None
+            for item, vecs in prepared:
+                src = item.source
+                doc = s.exec(
+                    select(Document).where(Document.collection_id == collection.id, Document.path == src.path)
+                ).first()
+                if doc is None:
+                    doc = Document(collection_id=collection.id, path=src.path)
+                else:
+                    old = list(s.exec(select(Chunk.id).where(Chunk.document_id == doc.id)).all())
+                    self._delete_chunks(s, old)
+                    removed.extend(old)
+                doc.root, doc.title, doc.kind = src.root, src.title, src.kind
+                doc.sha256, doc.size, doc.mtime = src.sha256, src.size, src.mtime
+                doc.meta = json.dumps(src.meta, default=str)
+                doc.status, doc.error, doc.n_chunks = item.status, item.error, len(item.chunks)
+                doc.ingested_at = utcnow()
+                s.add(doc)
+                s.flush()  # the first write takes the write lock, so max(id) below cannot race
+                doc_ids.append(doc.id)
+                if not item.chunks:
+                    continue
+                if next_id is None:
+                    next_id = int(conn.execute(text("SELECT coalesce(max(id), 0) FROM chunk")).scalar_one()) + 1
+                ids = np.arange(next_id, next_id + len(item.chunks), dtype=np.int64)
+                next_id += len(item.chunks)
+                path_words = path_terms(src.path)
+                for i, (cid, c) in enumerate(zip(ids.tolist(), item.chunks)):
+                    chunk_rows.append((
+                        cid, doc.id, collection.id, i, c.text, c.heading_path, c.anchor, c.page,
+                        c.line_start, c.line_end, c.symbol, c.n_tokens, vecs[i].tobytes(),
+                    ))
+                    headings = " ".join(filter(None, [c.heading_path, c.symbol]))
+                    fts_rows.append((cid, src.title, headings, c.text, path_words, collection.id))
+                added_ids.append(ids)
+                added_vecs.append(vecs)
+            raw = conn.connection.driver_connection
+            if chunk_rows:
+                raw.executemany(
+                    "INSERT INTO chunk (id, document_id, collection_id, ordinal, text, heading_path, anchor, page, "
+                    "line_start, line_end, symbol, n_tokens, embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    chunk_rows,
                 )
-                for i, c in enumerate(chunks)
-            ]
-            s.add_all(rows)
-            s.flush()
-            path_words = path_terms(source.path)
-            for row, c in zip(rows, chunks):
-                s.exec(
-                    text(
-                        "INSERT INTO chunk_fts(rowid, title, headings, body, path, collection_id) "
-                        "VALUES (:id, :title, :headings, :body, :path, :cid)"
-                    ).bindparams(
-                        id=row.id,
-                        title=source.title,
-                        headings=" ".join(filter(None, [c.heading_path, c.symbol])),
-                        body=c.text,
-                        path=path_words,
-                        cid=collection.id,
-                    )
+                raw.executemany(
+                    "INSERT INTO chunk_fts(rowid, title, headings, body, path, collection_id) VALUES (?,?,?,?,?,?)",
+                    fts_rows,
                 )
-            old_gen, new_gen = self._bump(s, collection.id) if (removed or rows) else (None, None)
+            old_gen, new_gen = self._bump(s, collection.id) if (removed or chunk_rows) else (None, None)
             s.commit()
-            s.refresh(doc)
+            docs: dict[int, Document] = {}
+            for start in range(0, len(doc_ids), 500):
+                part = doc_ids[start : start + 500]
+                docs.update((d.id, d) for d in s.exec(select(Document).where(Document.id.in_(part))).all())
         if new_gen is not None:
-            ids = np.array([r.id for r in rows], dtype=np.int64)
-            self.vectors.apply(collection.id, collection.dim, old_gen, new_gen, removed, ids, vectors)
-        return doc
+            ids = np.concatenate(added_ids) if added_ids else np.zeros(0, np.int64)
+            vecs = np.concatenate(added_vecs) if added_vecs else np.zeros((0, collection.dim), np.float32)
+            self.vectors.apply(collection.id, collection.dim, old_gen, new_gen, removed, ids, vecs)
+        return [docs[i] for i in doc_ids]
 
     def delete_document(self, collection: Collection, document_id: int) -> bool:
         with self.session() as s:
@@ -282,16 +319,29 @@ class Store:
     # --- chunks and indexes -------------------------------------------------------------------
 
     def embeddings(self, collection_id: int) -> tuple[np.ndarray, np.ndarray]:
-        """All (chunk ids, vectors) of a collection: what a FAISS index is rebuilt from."""
+        """All (chunk ids, vectors) of a collection: what a FAISS index is rebuilt from.
+
+        Read in id order into preallocated arrays, so a million vectors need their own size in memory
+        and not a second copy as Python bytes.
+        """
         with self.engine.connect() as conn:
-            rows = conn.execute(
-                text("SELECT id, embedding FROM chunk WHERE collection_id = :c ORDER BY id"), {"c": collection_id}
-            ).all()
-        if not rows:
-            return np.zeros(0, np.int64), np.zeros((0, 0), np.float32)
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        vecs = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-        return ids, vecs
+            raw = conn.connection.driver_connection
+            n, dim_bytes = raw.execute(
+                "SELECT count(*), max(length(embedding)) FROM chunk WHERE collection_id = ?", (collection_id,)
+            ).fetchone()
+            if not n:
+                return np.zeros(0, np.int64), np.zeros((0, 0), np.float32)
+            ids = np.empty(n, dtype=np.int64)
+            vecs = np.empty((n, dim_bytes // 4), dtype=np.float32)
+            cur = raw.execute("SELECT id, embedding FROM chunk WHERE collection_id = ? ORDER BY id", (collection_id,))
+            i = 0
+            while rows := cur.fetchmany(8192):
+                for cid, blob in rows:
+                    if i < n:
+                        ids[i] = cid
+                        vecs[i] = np.frombuffer(blob, dtype=np.float32)
+                    i += 1
+        return ids[: min(i, n)], vecs[: min(i, n)]
 
     def vector_index(self, collection: Collection) -> VectorIndex:
         """The collection's FAISS index at the store's current generation (loaded or rebuilt)."""
@@ -315,6 +365,23 @@ class Store:
         )
         with self.engine.connect() as conn:
             return [(int(r[0]), float(r[1])) for r in conn.execute(sql, {"q": match, "n": limit}).all()]
+
+    def allowed_chunk_ids(self, collection_id: int, filters: SearchFilters) -> np.ndarray:
+        """Ids of the chunks of one collection whose documents pass the filters (for FAISS selectors)."""
+        sql, params = filters.chunk_subquery([collection_id])
+        with self.engine.connect() as conn:
+            # sqlite3 takes the :named parameters as they are; no per-row SQLAlchemy processing.
+            rows = conn.connection.driver_connection.execute(sql, params).fetchall()
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+    def chunk_vectors(self, chunk_ids: list[int]) -> dict[int, np.ndarray]:
+        """Stored embeddings of some chunks: exact dense scores for candidates found only by BM25."""
+        if not chunk_ids:
+            return {}
+        marks = ",".join(str(int(i)) for i in chunk_ids)
+        with self.engine.connect() as conn:
+            rows = conn.execute(text(f"SELECT id, embedding FROM chunk WHERE id IN ({marks})")).all()
+        return {int(r[0]): np.frombuffer(r[1], dtype=np.float32) for r in rows}
 
     def chunk_records(self, chunk_ids: list[int]) -> dict[int, ChunkRecord]:
         if not chunk_ids:

@@ -3,12 +3,20 @@
 A saved index file is named after the store generation it reflects (`<collection>.g<generation>.faiss`),
 written to a temporary file, fsynced and renamed, so a reader finds either a complete file for the
 current generation or none, in which case it rebuilds from SQLite without re-embedding anything.
+
+Small collections use exact search (a flat inner-product index). Above `VectorOptions.ann_threshold`
+vectors the index becomes an IVF-Flat index (k-means lists, exact vectors inside them): it supports the
+incremental adds and removals every document write needs (HNSW cannot remove), and a saved IVF file is
+memory-mapped on load, so opening a large collection costs no rebuild and no full read. A mapped index
+is copied into memory only when it is first modified.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -16,30 +24,118 @@ import faiss
 import numpy as np
 
 
-class VectorIndex:
-    """Inner-product search over normalized vectors keyed by chunk id (IndexIDMap2 over a flat index)."""
+@dataclass(frozen=True)
+class VectorOptions:
+    """How vector indexes are built and searched; defaults measured by `assistant bench retrieval`."""
 
-    def __init__(self, dim: int, index: faiss.Index | None = None, generation: int = -1) -> None:
+    ann_threshold: int = 50_000  # vectors from which a collection gets an IVF index instead of a flat one
+    nlist: int = 0  # IVF lists; 0 = automatic, the power of two nearest 2 * sqrt(n)
+    nprobe: int = 32  # IVF lists visited per query: the recall / latency trade-off
+    train_per_list: int = 40  # k-means training points per list (faiss wants at least 39)
+    mmap: bool = True  # map saved IVF files instead of reading them whole
+
+
+def auto_nlist(n: int) -> int:
+    """The IVF list count for n vectors: a power of two near 2 * sqrt(n), between 16 and 65536."""
+    target = max(16.0, 2.0 * math.sqrt(max(n, 1)))
+    return int(min(65536, 2 ** round(math.log2(target))))
+
+
+def bitmap_selector(allowed: np.ndarray) -> tuple[faiss.IDSelector, np.ndarray]:
+    """An ID selector admitting exactly these ids (a bitmap over 0..max id), and the array to keep alive."""
+    allowed = np.asarray(allowed, dtype=np.int64)
+    size = int(allowed.max()) + 1 if len(allowed) else 1
+    bits = np.zeros(size, dtype=bool)
+    bits[allowed] = True
+    packed = np.packbits(bits, bitorder="little")
+    # The selector's size is the bitmap's length in bytes: ids past it are not members.
+    return faiss.IDSelectorBitmap(len(packed), faiss.swig_ptr(packed)), packed
+
+
+class VectorIndex:
+    """Inner-product search over normalized vectors keyed by chunk id: flat (exact) or IVF-Flat."""
+
+    def __init__(self, dim: int, index: faiss.Index | None = None, generation: int = -1, nprobe: int = 32) -> None:
         self.dim = dim
         self.index = index if index is not None else faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
         self.generation = generation
+        self.nprobe = nprobe
+        try:
+            self._ivf: faiss.IndexIVF | None = faiss.extract_index_ivf(self.index)
+        except RuntimeError:
+            self._ivf = None
 
     def __len__(self) -> int:
         return int(self.index.ntotal)
 
+    @property
+    def ivf(self) -> faiss.IndexIVF | None:
+        """The IVF index itself when this is an approximate index, else None."""
+        return self._ivf
+
+    @property
+    def kind(self) -> str:
+        return "ivf" if self.ivf is not None else "flat"
+
+    @property
+    def mapped(self) -> bool:
+        """True while the lists are read from a memory-mapped file (read-only)."""
+        ivf = self.ivf
+        return ivf is not None and isinstance(faiss.downcast_InvertedLists(ivf.invlists), faiss.OnDiskInvertedLists)
+
+    def _writable(self) -> None:
+        """Copy memory-mapped lists into memory before the first modification (mapped lists are read-only)."""
+        if not self.mapped:
+            return
+        ivf = self.ivf
+        old = ivf.invlists
+        new = faiss.ArrayInvertedLists(old.nlist, old.code_size)
+        for lst in range(old.nlist):
+            n = old.list_size(lst)
+            if n:
+                new.add_entries(lst, n, old.get_ids(lst), old.get_codes(lst))
+        ivf.replace_invlists(new, True)
+        new.this.disown()  # the index owns the lists now
+
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         if len(ids):
+            self._writable()
             self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(ids, dtype=np.int64))
 
     def remove(self, ids: np.ndarray | list[int]) -> None:
         if len(ids):
+            self._writable()
             self.index.remove_ids(np.asarray(ids, dtype=np.int64))
 
-    def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """The k nearest chunk ids with their cosine similarity, best first."""
-        if len(self) == 0 or k <= 0:
+    def search(
+        self, query: np.ndarray, k: int, *, allowed: np.ndarray | None = None, nprobe: int | None = None
+    ) -> list[tuple[int, float]]:
+        """The k nearest chunk ids with their cosine similarity, best first.
+
+        `allowed` restricts the search to those chunk ids with a FAISS ID selector, inside the scan.
+        An IVF index visits every list when the allowed set is a small share of the index, so a
+        narrow filter still finds its k nearest exactly instead of whatever the probed lists hold.
+        """
+        if len(self) == 0 or k <= 0 or (allowed is not None and len(allowed) == 0):
             return []
-        scores, ids = self.index.search(np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32), min(k, len(self)))
+        q = np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32)
+        ivf = self.ivf
+        probe = min(nprobe or self.nprobe, ivf.nlist) if ivf is not None else 0
+        keep = None
+        if allowed is not None:
+            selector, keep = bitmap_selector(allowed)
+            if ivf is not None:
+                if len(allowed) * probe / ivf.nlist < 20 * k:  # too few allowed vectors in the probed lists
+                    probe = ivf.nlist
+                params = faiss.SearchParametersIVF(sel=selector, nprobe=probe)
+            else:
+                params = faiss.SearchParameters(sel=selector)
+        elif ivf is not None:
+            params = faiss.SearchParametersIVF(nprobe=probe)
+        else:
+            params = None
+        scores, ids = self.index.search(q, min(k, len(self)), params=params)
+        del keep
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i != -1]
 
     def save(self, path: Path) -> None:
@@ -57,9 +153,55 @@ class VectorIndex:
             os.close(dir_fd)
 
     @classmethod
-    def load(cls, path: Path, generation: int) -> "VectorIndex":
-        index = faiss.read_index(str(path))
-        return cls(index.d, index, generation)
+    def load(cls, path: Path, generation: int, *, mmap: bool = False, nprobe: int = 32) -> "VectorIndex":
+        """Read a saved index; with mmap, IVF lists stay in the file and pages load on first use."""
+        index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP if mmap else 0)
+        return cls(index.d, index, generation, nprobe)
+
+    @classmethod
+    def build(cls, ids: np.ndarray, vectors: np.ndarray, options: VectorOptions, generation: int = -1) -> "VectorIndex":
+        """The right index for this many vectors: flat below the ANN threshold, IVF-Flat above it."""
+        dim = vectors.shape[1]
+        if len(ids) < max(options.ann_threshold, 1):
+            index = cls(dim, generation=generation, nprobe=options.nprobe)
+            index.add(ids, vectors)
+            return index
+        nlist = options.nlist or auto_nlist(len(ids))
+        quantizer = faiss.IndexFlatIP(dim)
+        ivf = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        ivf.own_fields = True
+        quantizer.this.disown()
+        ivf.cp.spherical = True  # centroids on the unit sphere, as the vectors are
+        ivf.cp.niter = 10
+        n_train = min(len(ids), nlist * options.train_per_list)
+        sample = np.sort(np.random.default_rng(0).choice(len(ids), size=n_train, replace=False))
+        ivf.train(np.ascontiguousarray(vectors[sample], dtype=np.float32))
+        for start in range(0, len(ids), 65536):
+            stop = start + 65536
+            ivf.add_with_ids(
+                np.ascontiguousarray(vectors[start:stop], dtype=np.float32), np.asarray(ids[start:stop], dtype=np.int64)
+            )
+        return cls(dim, ivf, generation, options.nprobe)
+
+    def vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        """All (ids, vectors) held by the index, to rebuild it as another kind without reading SQLite."""
+        ivf = self.ivf
+        if ivf is None:
+            flat = faiss.downcast_index(self.index.index)
+            ids = faiss.vector_to_array(self.index.id_map).astype(np.int64)
+            vecs = faiss.rev_swig_ptr(flat.get_xb(), len(self) * self.dim).reshape(len(self), self.dim).copy()
+            return ids, vecs
+        parts_ids, parts_vecs = [], []
+        lists = ivf.invlists
+        for lst in range(lists.nlist):
+            n = lists.list_size(lst)
+            if n:
+                parts_ids.append(faiss.rev_swig_ptr(lists.get_ids(lst), n).copy())
+                codes = faiss.rev_swig_ptr(lists.get_codes(lst), n * lists.code_size).copy()
+                parts_vecs.append(codes.view(np.float32).reshape(n, self.dim))
+        if not parts_ids:
+            return np.zeros(0, np.int64), np.zeros((0, self.dim), np.float32)
+        return np.concatenate(parts_ids).astype(np.int64), np.concatenate(parts_vecs)
 
 
 EmbeddingLoader = Callable[[int], tuple[np.ndarray, np.ndarray]]  # collection id -> (ids, vectors)
@@ -68,9 +210,10 @@ EmbeddingLoader = Callable[[int], tuple[np.ndarray, np.ndarray]]  # collection i
 class VectorIndexes:
     """The per-collection indexes of one data directory, loaded lazily and kept in step with the store."""
 
-    def __init__(self, directory: Path, load_embeddings: EmbeddingLoader) -> None:
+    def __init__(self, directory: Path, load_embeddings: EmbeddingLoader, options: VectorOptions | None = None) -> None:
         self.directory = directory
         self._load_embeddings = load_embeddings
+        self.options = options or VectorOptions()
         self._indexes: dict[int, VectorIndex] = {}
         self._lock = threading.RLock()
         self.rebuilds = 0  # how many times an index was rebuilt from SQLite (observable in tests)
@@ -87,18 +230,20 @@ class VectorIndexes:
             path = self.path_for(collection_id, generation)
             if path.exists():
                 try:
-                    index = VectorIndex.load(path, generation)
+                    index = VectorIndex.load(path, generation, mmap=self.options.mmap, nprobe=self.options.nprobe)
                 except RuntimeError:
                     index = self._rebuild(collection_id, generation, dim)
             else:
                 index = self._rebuild(collection_id, generation, dim)
+            index.nprobe = self.options.nprobe
             self._indexes[collection_id] = index
             return index
 
     def _rebuild(self, collection_id: int, generation: int, dim: int) -> VectorIndex:
         ids, vectors = self._load_embeddings(collection_id)
-        index = VectorIndex(vectors.shape[1] if len(ids) else dim, generation=generation)
-        index.add(ids, vectors)
+        if not len(ids):
+            vectors = np.zeros((0, dim), np.float32)
+        index = VectorIndex.build(ids, vectors, self.options, generation)
         self.rebuilds += 1
         return index
 
@@ -126,13 +271,34 @@ class VectorIndexes:
             index.add(added_ids, added_vectors)
             index.generation = new_generation
 
+    def _reshape(self, index: VectorIndex) -> VectorIndex:
+        """The index rebuilt as the kind its size calls for: flat -> IVF past the threshold, or an IVF
+        whose lists have become four times too few for its size re-trained."""
+        n = len(index)
+        ivf = index.ivf
+        if ivf is None and n >= self.options.ann_threshold:
+            ids, vecs = index.vectors()
+        elif ivf is not None and not self.options.nlist and auto_nlist(n) >= 4 * ivf.nlist:
+            ids, vecs = index.vectors()
+        else:
+            return index
+        return VectorIndex.build(ids, vecs, self.options, index.generation)
+
     def save(self, collection_id: int) -> None:
-        """Persist the cached index under its generation and remove older files of the collection."""
+        """Persist the cached index under its generation and remove older files of the collection.
+
+        This is also where a collection that grew past the ANN threshold gets its IVF index: saving
+        happens after a batch of writes, not on every document.
+        """
         with self._lock:
             index = self._indexes.get(collection_id)
             if index is None:
                 return
             path = self.path_for(collection_id, index.generation)
+            reshaped = self._reshape(index)
+            if reshaped is not index:
+                self._indexes[collection_id] = index = reshaped
+                path.unlink(missing_ok=True)
             if not path.exists():
                 index.save(path)
             for old in self.directory.glob(f"{collection_id}.g*.faiss"):

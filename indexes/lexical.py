@@ -1,0 +1,186 @@
+"""BM25 candidates from the FTS5 table: query normalisation, a bounded candidate set, weighted columns.
+
+FTS5 scores every row an OR-query matches before it can sort them (about 1-2 µs a row here), so a
+question made of common words would score most of a million-chunk collection. Two steps keep the work
+bounded while changing BM25 as little as possible:
+1. English stop words are dropped (unless the question has nothing else);
+2. each remaining term's document frequency is counted (capped, cached) and terms are kept rarest
+   first until the rows they can match would exceed `budget`. The dropped terms are the most frequent
+   ones, whose inverse document frequency - their weight in BM25 - is the lowest.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from dataclasses import dataclass
+
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
+from indexes.filters import SearchFilters
+
+WORD = re.compile(r"\w+", re.UNICODE)
+
+# Function words of English: they match most chunks and carry almost no relevance signal.
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have
+    having he her here hers herself him himself his how i if in into is it its itself just me more most my
+    myself no nor not now of off on once only or other our ours ourselves out over own same she should so
+    some such than that the their theirs them themselves then there these they this those through to too
+    under until up very was we were what when where which while who whom why will with would you your
+    yours yourself yourselves""".split()
+)
+
+
+def normalise_query(query: str) -> str:
+    """Unicode-normalised (NFKC), whitespace collapsed: the form both retrievers see."""
+    return " ".join(unicodedata.normalize("NFKC", query).split())
+
+
+def query_terms(query: str, *, drop_stopwords: bool = True) -> list[str]:
+    """Distinct lower-case words of a query, in order; stop words dropped unless nothing else is left."""
+    words = [w for w in WORD.findall(normalise_query(query).lower()) if len(w) > 1 or not w.isascii()]
+    seen: list[str] = []
+    for w in words:
+        if w not in seen:
+            seen.append(w)
+    if drop_stopwords:
+        content = [w for w in seen if w not in STOPWORDS]
+        if content:
+            seen = content
+    return seen[:64]
+
+
+def phrase(term: str) -> str:
+    """A term as an FTS5 string (quoted, so operators and column names in it are just words)."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True)
+class Weights:
+    """BM25 column weights of the FTS5 table (title, headings, body, path)."""
+
+    title: float = 3.0
+    headings: float = 1.5
+    body: float = 1.0
+    path: float = 1.0
+
+    def rank_function(self) -> str:
+        return f"bm25({self.title:g}, {self.headings:g}, {self.body:g}, {self.path:g})"
+
+
+@dataclass
+class LexicalResult:
+    """Top hits, every score that was read, the FTS5 expression, and whether all matches were read."""
+
+    top: list[tuple[int, float]]
+    scores: dict[int, float]
+    match: str
+    complete: bool
+
+    def score_of(self, chunk_id: int) -> float | None:
+        """BM25 of a chunk: read, 0.0 when it matched nothing, None when it lies beyond what was read."""
+        if chunk_id in self.scores:
+            return self.scores[chunk_id]
+        return 0.0 if self.complete else None
+
+
+class Lexical:
+    """BM25 search over the store's FTS5 table with a bounded candidate set."""
+
+    def __init__(self, engine: Engine, *, cache_size: int = 50_000) -> None:
+        self.engine = engine
+        self._df: dict[str, tuple[int, int]] = {}  # term -> (rows counted, the cap it was counted to)
+        self._df_scale = 0  # max chunk id when the cache was filled: it is cleared when that grows 10%
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    def document_frequency(self, conn, terms: list[str], cap: int) -> dict[str, int]:
+        """Rows matching each term, counted up to cap + 1 (exact below cap), cached per term."""
+        scale = conn.execute(text("SELECT coalesce(max(id), 0) FROM chunk")).scalar_one()
+        with self._lock:
+            if scale < self._df_scale or scale > 1.1 * self._df_scale or len(self._df) > self._cache_size:
+                self._df.clear()
+                self._df_scale = scale
+            cached = {t: self._df.get(t) for t in terms}
+        out: dict[str, int] = {}
+        sql = text("SELECT count(*) FROM (SELECT 1 FROM chunk_fts WHERE chunk_fts MATCH :t LIMIT :cap)")
+        for t in terms:
+            hit = cached[t]
+            if hit is not None and (hit[0] <= hit[1] or hit[1] >= cap):  # exact, or counted at least as far
+                out[t] = min(hit[0], cap + 1)
+                continue
+            out[t] = int(conn.execute(sql, {"t": phrase(t), "cap": cap + 1}).scalar_one())
+            with self._lock:
+                self._df[t] = (out[t], cap)
+        return out
+
+    def plan(self, conn, terms: list[str], budget: int) -> str:
+        """The FTS5 expression for these terms: all of them OR-ed, or the rarest ones within budget."""
+        if not terms:
+            return ""
+        if budget <= 0 or len(terms) == 1:
+            return " OR ".join(phrase(t) for t in terms)
+        df = self.document_frequency(conn, terms, budget)
+        by_rarity = sorted(terms, key=lambda t: (df[t], terms.index(t)))
+        by_rarity = [t for t in by_rarity if df[t] > 0] or by_rarity[:1]
+        chosen: list[str] = []
+        total = 0
+        for t in by_rarity:
+            if chosen and total + df[t] > budget:
+                break
+            chosen.append(t)
+            total += df[t]
+        if total > budget and len(by_rarity) > 1:
+            # Even the rarest term matches too much: ask for rows with the two rarest together,
+            # ranking the terms by counts taken further than the budget.
+            df = self.document_frequency(conn, by_rarity, 16 * budget)
+            a, b = sorted(by_rarity, key=lambda t: (df[t], terms.index(t)))[:2]
+            return f"{phrase(a)} AND {phrase(b)}"
+        return " OR ".join(phrase(t) for t in chosen)
+
+    def search(
+        self,
+        collection_ids: list[int],
+        terms: list[str],
+        limit: int,
+        *,
+        weights: Weights = Weights(),
+        budget: int = 0,
+        filters: SearchFilters | None = None,
+    ) -> "LexicalResult":
+        """The best `limit` chunks by BM25, plus the scores of every other row FTS5 ranked anyway.
+
+        FTS5 computes the rank of every matching row before it sorts them, so with a budget the
+        whole ranked list (at most about `budget` rows) is read: the fusion then knows the exact
+        BM25 of any dense candidate without a second query.
+        """
+        if not terms or not collection_ids or limit <= 0:
+            return LexicalResult([], {}, "", complete=True)
+        marks = ",".join(str(int(c)) for c in collection_ids)
+        with self.engine.connect() as conn:
+            match = self.plan(conn, terms, budget)
+            read = max(limit, budget + limit) if budget > 0 else limit
+            params = {"q": match, "fn": weights.rank_function(), "n": read}
+            where = f"chunk_fts MATCH :q AND rank MATCH :fn AND collection_id IN ({marks})"
+            if filters is not None and not filters.is_empty:
+                sub, sub_params = filters.chunk_subquery(collection_ids)
+                where += f" AND +rowid IN ({sub})"  # '+': test membership per match, no per-id lookups
+                params.update(sub_params)
+            sql = f"SELECT rowid, -rank FROM chunk_fts WHERE {where} ORDER BY rank LIMIT :n"
+            rows = conn.connection.driver_connection.execute(sql, params).fetchall()
+        ranked = [(int(r[0]), float(r[1])) for r in rows]
+        return LexicalResult(ranked[:limit], dict(ranked), match, complete=len(ranked) < read)
+
+    def scores(self, chunk_ids: list[int], match: str, *, weights: Weights = Weights()) -> dict[int, float]:
+        """BM25 of given chunks for an FTS5 expression (0.0 where a chunk does not match it)."""
+        if not chunk_ids or not match:
+            return {int(c): 0.0 for c in chunk_ids}
+        marks = ",".join(str(int(c)) for c in chunk_ids)
+        sql = text(f"SELECT rowid, -rank FROM chunk_fts WHERE chunk_fts MATCH :q AND rank MATCH :fn AND rowid IN ({marks})")
+        with self.engine.connect() as conn:
+            found = {int(r[0]): float(r[1]) for r in conn.execute(sql, {"q": match, "fn": weights.rank_function()}).all()}
+        return {int(c): found.get(int(c), 0.0) for c in chunk_ids}
