@@ -129,6 +129,7 @@ async def prepare(
     settings: Settings,
     history: list[dict] | None = None,
     k: int | None = None,
+    filters: dict | None = None,
 ) -> PreparedAnswer:
     """Retrieve, build the prompt and open the backend stream (which takes a place in its queue).
 
@@ -139,7 +140,7 @@ async def prepare(
     retrieve_ms = 0.0
     prompt = None
     try:
-        search = functools.partial(retriever.search, question, collections, k or settings.retrieval.k)
+        search = functools.partial(retriever.search, question, collections, k or settings.retrieval.k, filters=filters)
         hits = await anyio.to_thread.run_sync(search)
         retrieve_ms = (time.perf_counter() - started) * 1000
         gen = settings.generation
@@ -163,10 +164,12 @@ async def answer(
     settings: Settings,
     history: list[dict] | None = None,
     k: int | None = None,
+    filters: dict | None = None,
 ) -> AsyncIterator[Event]:
     """The events answering question from collections (see the module docstring for the contract)."""
     prepared = await prepare(
-        question, collections, retriever=retriever, backend=backend, settings=settings, history=history, k=k
+        question, collections, retriever=retriever, backend=backend, settings=settings, history=history, k=k,
+        filters=filters,
     )
     try:
         async for event in prepared.events():

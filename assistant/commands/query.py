@@ -23,7 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("question")
     p.add_argument("--collection", "-c", required=True, action="append", help="collection (repeat for several)")
     p.add_argument("-k", type=int, help="sources to give the model")
-    p.add_argument("--backend", choices=["llamacpp", "openai", "echo"], help="LLM backend")
+    add_filter_options(p)
+    p.add_argument("--backend", choices=["llamacpp", "openai", "vllm", "echo"], help="LLM backend")
     p.add_argument("--json", action="store_true", help='print {"answer": ..., "sources": [...]} only')
     p.set_defaults(func=run_ask, overrides=lambda a: {"backend": a.backend} if a.backend else {})
 
@@ -32,8 +33,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("query")
     p.add_argument("--collection", "-c", required=True, action="append", help="collection (repeat for several)")
     p.add_argument("-k", type=int, default=10, help="hits to show")
+    add_filter_options(p)
     p.add_argument("--json", action="store_true", help="print the hits as a JSON list")
     p.set_defaults(func=run_search)
+
+
+def add_filter_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--path", action="append", default=[], help="only documents whose path matches this glob (repeat)")
+    p.add_argument("--kind", action="append", default=[], help="only these file types, e.g. md, py, pdf (repeat)")
+
+
+def filters_of(args: argparse.Namespace) -> dict | None:
+    return {"paths": args.path, "kinds": args.kind} if (args.path or args.kind) else None
 
 
 def fail(message: str) -> int:
@@ -58,7 +69,7 @@ def run_search(args: argparse.Namespace, settings: Settings) -> int:
     try:
         if err := check_scope(services, args.collection):
             return fail(err)
-        hits = [hit_to_source(h) for h in services.retriever.search(args.query, args.collection, args.k)]
+        hits = [hit_to_source(h) for h in services.retriever.search(args.query, args.collection, args.k, filters=filters_of(args))]
     finally:
         services.store.close()
     if args.json:
@@ -107,7 +118,7 @@ async def stream_answer(services: Services, question: str, args: argparse.Namesp
     error = None
     async for event in answer(
         question, args.collection, retriever=services.retriever, backend=services.backend,
-        settings=services.settings, k=args.k,
+        settings=services.settings, k=args.k, filters=filters_of(args),
     ):
         if event.type == "token":
             pieces.append(event.data["text"])

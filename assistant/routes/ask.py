@@ -21,12 +21,22 @@ class Turn(BaseModel):
     content: str = Field(max_length=20000)
 
 
+class Filters(BaseModel):
+    """Which documents may be sources: path globs, file types, modification time (epoch or ISO-8601)."""
+
+    paths: list[str] = Field(default_factory=list, max_length=32)
+    kinds: list[str] = Field(default_factory=list, max_length=32)
+    modified_after: float | str | None = None
+    modified_before: float | str | None = None
+
+
 class AskRequest(BaseModel):
     question: str
     collection: str | None = None
     collections: list[str] | None = Field(None, max_length=16)
     k: int | None = Field(None, ge=1, le=50)
     history: list[Turn] = Field(default_factory=list, max_length=20)
+    filters: Filters | None = None
 
     def scope(self) -> list[str]:
         names = list(self.collections or []) + ([self.collection] if self.collection else [])
@@ -64,6 +74,7 @@ async def ask(services: Services, data: AskRequest) -> ServerSentEvent:
         settings=services.settings,
         history=[t.model_dump() for t in data.history],
         k=data.k,
+        filters=data.filters.model_dump() if data.filters else None,
     )
     try:
         # The first event is awaited here so that a full queue becomes a 429 rather than a stream.

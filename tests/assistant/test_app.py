@@ -152,3 +152,18 @@ async def test_status_reports_backend_and_gpus(client):
     assert body["backend"]["name"] == "echo" and body["backend"]["ok"] is True
     assert body["backend"]["in_flight"] == 0
     assert isinstance(body["gpus"], list)  # empty on a machine without NVIDIA GPUs
+
+
+async def test_filters_restrict_search_and_ask(client):
+    params = {"q": "laptop first day", "collection": "handbook", "k": 3, "path": "travel/*"}
+    hits = (await client.get("/api/search", params=params)).json()["hits"]
+    assert hits and {h["path"] for h in hits} == {"travel/booking.md"}
+    r = await client.get("/api/search", params={**params, "modified_after": "not a date"})
+    assert r.status_code == 400 and "bad filter" in r.json()["detail"]
+
+    r = await client.post(
+        "/api/ask",
+        json={"question": "laptop on my first day?", "collection": "handbook", "filters": {"paths": ["leave/*"]}},
+    )
+    sources = parse_sse(r.text)[-2][1]["sources"]
+    assert [s["path"] for s in sources] == ["leave/vacation.md"]

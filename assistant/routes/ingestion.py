@@ -1,0 +1,167 @@
+"""Adding and removing documents over HTTP: the server only enqueues; `assistant worker` ingests.
+
+- POST /api/collections/{name}/sources    a folder or file on the server, inside `ingest.allowed_roots`
+- POST /api/collections/{name}/documents  multipart upload, saved under `<data_dir>/uploads/<name>/`
+- DELETE /api/collections/{name}/documents/{id}   one document, in one transaction
+- DELETE /api/collections/{name}          hidden at once; its rows are purged by the worker in batches
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from anyio import to_thread
+from litestar import Request, delete, post
+from litestar.datastructures import UploadFile
+from litestar.exceptions import ClientException, NotFoundException, PermissionDeniedException, ValidationException
+from pydantic import BaseModel, Field
+
+from indexes.jobs import Jobs
+from indexes.maintenance import tombstone_collection
+from indexes.models import Document
+from indexes.store import COLLECTION_NAME
+
+from assistant.routes.deps import require_collection
+from assistant.services import Services
+
+MB = 1024 * 1024
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\]")
+
+
+class SourceRequest(BaseModel):
+    path: str = Field(description="absolute path of a folder or file on the server, inside ingest.allowed_roots")
+
+
+class PayloadTooLarge(ClientException):
+    status_code = 413
+
+
+def check_name(name: str) -> None:
+    if not COLLECTION_NAME.match(name):
+        raise ValidationException(f"invalid collection name {name!r}: use 1-64 letters, digits, '.', '_' or '-', "
+                                  "starting with a letter or digit")
+
+
+def allowed_path(services: Services, raw: str) -> Path:
+    """The real path asked for, when it lies inside one of the allowed roots (links resolved first)."""
+    roots = [Path(r).expanduser().resolve() for r in services.settings.ingest.allowed_roots]
+    if not roots:
+        raise PermissionDeniedException("no server-side folders may be ingested: set ingest.allowed_roots")
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        raise ValidationException("the path must be absolute")
+    real = path.resolve()
+    if not any(real == r or real.is_relative_to(r) for r in roots):
+        raise PermissionDeniedException(f"{raw} is not inside an allowed folder ({', '.join(map(str, roots))})")
+    if not real.exists():
+        raise NotFoundException(f"no such file or folder: {raw}")
+    return real
+
+
+def uploads_dir(services: Services, collection: str) -> Path:
+    return Path(services.settings.data_dir) / "uploads" / collection
+
+
+def safe_filename(name: str) -> str:
+    """The last part of a client's file name, without separators or control characters."""
+    base = _UNSAFE.sub("_", name.replace("\\", "/").rsplit("/", 1)[-1]).strip()
+    if base in ("", ".", ".."):
+        raise ValidationException(f"unusable file name {name!r}")
+    return base.encode("utf-8")[:200].decode("utf-8", "ignore")
+
+
+def enqueue(services: Services, collection: str, paths: list[str], kind: str) -> dict:
+    coll = services.store.get_collection(collection)
+    job = Jobs(services.store.engine).enqueue(coll.id if coll else 0, collection, {"paths": paths}, kind=kind)
+    return {"job": job.id, "collection": collection, "status": job.status, "url": f"/api/jobs/{job.id}"}
+
+
+# Plain handlers rather than a controller: a second controller on a path the collections controller
+# also serves (…/documents) makes Litestar register OPTIONS for it twice.
+TAGS = ["ingestion"]
+
+
+@post("/api/collections/{name:str}/sources", status_code=202, tags=TAGS)
+async def add_source(services: Services, name: str, data: SourceRequest) -> dict:
+    """Queue the ingestion (or re-sync) of a folder or file on the server."""
+    check_name(name)
+    path = allowed_path(services, data.path)
+    return await to_thread.run_sync(enqueue, services, name, [str(path)], "sync")
+
+
+@post("/api/collections/{name:str}/documents", status_code=202, request_max_body_size=None, tags=TAGS)
+async def upload_documents(request: Request, services: Services, name: str) -> dict:
+    """Save uploaded files (multipart, any field name) and queue their ingestion."""
+    check_name(name)
+    limit = int(services.settings.ingest.max_upload_mb * MB)
+    length = request.headers.get("content-length")
+    if length and length.isdigit() and int(length) > limit:
+        raise PayloadTooLarge(f"upload of {int(length) / MB:.1f} MB; the limit is {limit / MB:.1f} MB")
+    form = await request.form()
+    files = [v for values in form.multi_items() for v in ([values[1]] if not isinstance(values[1], list) else values[1])
+             if isinstance(v, UploadFile)]
+    if not files:
+        raise ValidationException("no files in the request (send them as multipart/form-data)")
+    folder = uploads_dir(services, name)
+    saved = await to_thread.run_sync(_save, files, folder, limit)
+    for f in files:
+        await f.close()
+    result = await to_thread.run_sync(enqueue, services, name, [str(p) for p in saved], "upload")
+    return {**result, "files": [p.name for p in saved]}
+
+
+@delete("/api/collections/{name:str}/documents/{document_id:int}", status_code=200, tags=TAGS)
+async def delete_document(services: Services, name: str, document_id: int) -> dict:
+    """Remove one document and its chunks (and its uploaded file, when it was uploaded)."""
+    coll = require_collection(services, name)
+
+    def run() -> dict:
+        store = services.store
+        with store.session() as s:
+            doc = s.get(Document, document_id)
+        if doc is None or doc.collection_id != coll.id:
+            raise NotFoundException(f"no document {document_id} in {name!r}")
+        store.delete_document(coll, document_id)
+        upload_root = uploads_dir(services, name).resolve()
+        if doc.root and Path(doc.root) == upload_root:
+            (upload_root / doc.path).unlink(missing_ok=True)
+        return {"deleted": document_id, "path": doc.path, "chunks": doc.n_chunks}
+
+    return await to_thread.run_sync(run)
+
+
+@delete("/api/collections/{name:str}", status_code=202, tags=TAGS)
+async def delete_collection(services: Services, name: str) -> dict:
+    """Hide the collection at once (any size); the worker purges its rows in the background."""
+    coll = require_collection(services, name)
+
+    def run() -> dict:
+        job = tombstone_collection(services.store, coll)
+        shutil.rmtree(uploads_dir(services, name), ignore_errors=True)
+        return {"deleted": name, "purge_job": job.id}
+
+    return await to_thread.run_sync(run)
+
+
+def _save(files: list[UploadFile], folder: Path, limit: int) -> list[Path]:
+    """Write the uploads into folder (a same-named earlier upload is replaced)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    saved: list[Path] = []
+    total = 0
+    for upload in files:
+        target = folder / safe_filename(upload.filename or "")
+        tmp = target.with_name(target.name + ".part")
+        with open(tmp, "wb") as out:
+            upload.file.seek(0)
+            while chunk := upload.file.read(MB):
+                total += len(chunk)
+                if total > limit:
+                    out.close()
+                    tmp.unlink(missing_ok=True)
+                    raise PayloadTooLarge(f"upload larger than the limit of {limit / MB:.1f} MB")
+                out.write(chunk)
+        tmp.replace(target)
+        saved.append(target.resolve())
+    return saved
