@@ -251,6 +251,15 @@ class _Generation:
             self.ticket.release()
 
 
+def gpu_layers(setting: int | None) -> int:
+    """The layers to offload: as set, else all of them (-1) when this llama.cpp build can offload to a GPU."""
+    if setting is not None:
+        return setting
+    from llama_cpp import llama_supports_gpu_offload
+
+    return -1 if llama_supports_gpu_offload() else 0
+
+
 @register("llamacpp")
 def create_llamacpp(settings: "Settings") -> LlamaCppBackend:
     try:
@@ -268,7 +277,10 @@ def create_llamacpp(settings: "Settings") -> LlamaCppBackend:
             n_ctx=cfg.n_ctx,
             n_threads=threads,
             n_threads_batch=threads,
-            n_gpu_layers=cfg.n_gpu_layers,
+            n_gpu_layers=gpu_layers(cfg.n_gpu_layers),
+            main_gpu=cfg.main_gpu,
+            tensor_split=cfg.tensor_split,
+            flash_attn=cfg.flash_attn,
             n_batch=cfg.n_batch,
             seed=cfg.seed,
             chat_format=cfg.chat_format,

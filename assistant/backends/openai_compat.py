@@ -6,10 +6,17 @@ context window (vLLM's `max_model_len`), and exact prompt token counts from a to
 vLLM's `POST /tokenize` (chat messages through the chat template, or a plain prompt), or, for
 completion prompts, llama-cpp-python's `POST /extras/tokenize/count`. Without one, tokens are
 estimated conservatively: one per 3 UTF-8 bytes plus 8 per message and 8 for the reply's start.
+
+Several base URLs (replicas of one model) share the load: each request goes to the replica with the
+fewest requests in flight; one that cannot be reached is skipped for a while (see replicas.py) and a
+request that could not connect moves on to the next. Each request has a total deadline (`timeout_s`)
+besides the per-read one, and a connection lost mid-answer is a BackendError like any other failure.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 import math
 import time
@@ -25,6 +32,7 @@ from assistant.backends.base import (
     completion_text,
     register,
 )
+from assistant.backends.replicas import Replica, Replicas
 
 if TYPE_CHECKING:
     from assistant.settings import OpenAISettings, Settings
@@ -46,6 +54,12 @@ class ServerInfo:
     max_model_len: int | None
 
 
+def base_urls(cfg: "OpenAISettings") -> list[str]:
+    """`base_urls`, else `base_url` (which may itself be a comma-separated list)."""
+    urls = list(cfg.base_urls) or [u for u in cfg.base_url.split(",")]
+    return [u.strip().rstrip("/") for u in urls if u.strip()]
+
+
 class OpenAIBackend:
     name = "openai"
 
@@ -54,19 +68,20 @@ class OpenAIBackend:
         import openai
 
         self._openai = openai
+        self._httpx = httpx
         self.cfg = cfg
-        self.base_url = cfg.base_url.rstrip("/")
-        self.root = self.base_url.removesuffix("/v1")
+        self.replicas = Replicas(base_urls(cfg), cfg.retry_unhealthy_s)
         self.prompt_style: Literal["chat", "completion"] = cfg.prompt_style
         timeout = httpx.Timeout(cfg.timeout_s, connect=cfg.connect_timeout_s)
         limits = httpx.Limits(max_connections=cfg.max_connections, max_keepalive_connections=cfg.max_connections)
-        self.client = openai.AsyncOpenAI(
-            base_url=self.base_url,
-            api_key=cfg.api_key,
-            timeout=timeout,
-            max_retries=0,  # fail fast; the caller shows the error and the user may ask again
-            http_client=openai.DefaultAsyncHttpxClient(timeout=timeout, limits=limits),
-        )
+        for replica in self.replicas.all:
+            replica.client = openai.AsyncOpenAI(
+                base_url=replica.base_url,
+                api_key=cfg.api_key,
+                timeout=timeout,
+                max_retries=0,  # fail fast; the caller shows the error and the user may ask again
+                http_client=openai.DefaultAsyncHttpxClient(timeout=timeout, limits=limits),
+            )
         # Model discovery and token counting are called from worker threads (prompt building): sync client.
         self._http = httpx.Client(
             timeout=httpx.Timeout(min(cfg.timeout_s, 30.0), connect=cfg.connect_timeout_s),
@@ -76,12 +91,25 @@ class OpenAIBackend:
         self._failed_at = -math.inf
         self._tokenize_route: str | None = None  # "vllm", "llamacpp" or "estimate", found on first count
 
+    @property
+    def base_url(self) -> str:
+        """The first replica's /v1 URL (the only one, usually)."""
+        return self.replicas.all[0].base_url
+
+    @property
+    def client(self) -> Any:
+        return self.replicas.all[0].client
+
+    def _where(self) -> str:
+        urls = [r.base_url for r in self.replicas.all]
+        return urls[0] if len(urls) == 1 else "any of " + ", ".join(urls)
+
     # --- what the server reports ----------------------------------------------------------------
 
-    def _remember(self, entries: list[dict]) -> ServerInfo:
+    def _remember(self, entries: list[dict], where: str = "") -> ServerInfo:
         ids = [str(e.get("id")) for e in entries if e.get("id")]
         if not ids and not self.cfg.model:
-            raise BackendError(f"the server at {self.base_url} lists no models")
+            raise BackendError(f"the server at {where or self.base_url} lists no models")
         model = self.cfg.model or ids[0]
         entry = next((e for e in entries if e.get("id") == model), {})
         length = entry.get("max_model_len")
@@ -92,14 +120,15 @@ class OpenAIBackend:
         """The server's models (sync, cached; retried at most every few seconds while it is down)."""
         if self._info is not None or time.monotonic() - self._failed_at < REDISCOVER_S:
             return self._info
-        try:
-            r = self._http.get(f"{self.base_url}/models", timeout=HEALTH_TIMEOUT_S)
-            r.raise_for_status()
-            return self._remember(r.json().get("data", []))
-        except Exception as exc:
-            self._failed_at = time.monotonic()
-            log.warning("could not list the models of %s: %s", self.base_url, exc)
-            return None
+        for replica in self.replicas.candidates():
+            try:
+                r = self._http.get(f"{replica.base_url}/models", timeout=HEALTH_TIMEOUT_S)
+                r.raise_for_status()
+                return self._remember(r.json().get("data", []), replica.base_url)
+            except Exception as exc:
+                log.warning("could not list the models of %s: %s", replica.base_url, exc)
+        self._failed_at = time.monotonic()
+        return None
 
     @property
     def model(self) -> str:
@@ -124,7 +153,7 @@ class OpenAIBackend:
             try:
                 count = self._count_with(route, messages)
             except Exception as exc:  # server down: estimate now, ask again next time
-                log.warning("token count from %s failed: %s", self.root, exc)
+                log.warning("token count from %s failed: %s", self._where(), exc)
                 return estimate_tokens(messages)
             if count is not None:
                 self._tokenize_route = route
@@ -133,15 +162,27 @@ class OpenAIBackend:
         return estimate_tokens(messages)
 
     def _count_with(self, route: str, messages: list[Message]) -> int | None:
+        """Ask the replicas in turn (an unreachable one is set aside); the first answer counts."""
+        error: Exception | None = None
+        for replica in self.replicas.candidates():
+            try:
+                return self._count_at(replica.root, route, messages)
+            except self._httpx.TransportError as exc:
+                self.replicas.mark_down(replica, f"{type(exc).__name__}: {exc}")
+                error = exc
+        assert error is not None
+        raise error
+
+    def _count_at(self, root: str, route: str, messages: list[Message]) -> int | None:
         if route == "vllm":
             body: dict[str, Any] = {"model": self.model}
             if self.prompt_style == "chat":
                 body.update(messages=messages, add_generation_prompt=True)
             else:
                 body.update(prompt=completion_text(messages))
-            r = self._http.post(f"{self.root}/tokenize", json=body)
+            r = self._http.post(f"{root}/tokenize", json=body)
         elif route == "llamacpp" and self.prompt_style == "completion":
-            r = self._http.post(f"{self.root}/extras/tokenize/count", json={"input": completion_text(messages)})
+            r = self._http.post(f"{root}/extras/tokenize/count", json={"input": completion_text(messages)})
         else:
             return None  # llama-cpp-python's server tokenizes raw text only: chat prompts cannot be counted
         if r.status_code in (404, 405):
@@ -154,74 +195,130 @@ class OpenAIBackend:
 
     # --- generation -----------------------------------------------------------------------------
 
-    def _error(self, exc: Exception) -> BackendError:
-        o = self._openai
+    def _error(self, exc: Exception, where: str | None = None) -> BackendError:
+        o, url = self._openai, where or self.base_url
         if isinstance(exc, o.APITimeoutError):
-            return BackendError(f"backend timed out at {self.base_url}")
+            return BackendError(f"backend timed out at {url}")
         if isinstance(exc, o.APIConnectionError):
-            return BackendError(f"backend unreachable at {self.base_url}: {exc.__cause__ or exc}")
+            return BackendError(f"backend unreachable at {url}: {exc.__cause__ or exc}")
         if isinstance(exc, o.APIStatusError):
             if exc.status_code in (429, 503):
                 retry = exc.response.headers.get("retry-after", "")
-                return BackendBusy(f"backend busy at {self.base_url}", retry_after=int(retry) if retry.isdigit() else 5)
-            return BackendError(f"backend at {self.base_url} answered {exc.status_code}: {exc.message}")
-        return BackendError(f"backend error at {self.base_url}: {exc}")
+                return BackendBusy(f"backend busy at {url}", retry_after=int(retry) if retry.isdigit() else 5)
+            return BackendError(f"backend at {url} answered {exc.status_code}: {exc.message}")
+        if isinstance(exc, self._httpx.HTTPError):  # raised while reading a stream: the connection broke
+            return BackendError(f"backend connection lost at {url}: {type(exc).__name__}: {exc}")
+        return BackendError(f"backend error at {url}: {exc}")
 
-    async def _amodel(self) -> str:
+    async def _amodel(self, replica: Replica) -> str:
         if self.cfg.model:
             return self.cfg.model
         if self._info is None:
-            try:
-                page = await self.client.models.list(timeout=HEALTH_TIMEOUT_S)
-            except self._openai.APIError as exc:
-                raise self._error(exc) from exc
-            self._remember([m.model_dump() for m in page.data])
+            page = await replica.client.models.list(timeout=HEALTH_TIMEOUT_S)
+            self._remember([m.model_dump() for m in page.data], replica.base_url)
         assert self._info is not None
         return self._info.model
 
-    async def stream(self, messages: list[Message], params: GenParams) -> AsyncIterator[str]:
-        model = await self._amodel()
-        args: dict[str, Any] = dict(model=model, max_tokens=params.max_tokens, temperature=params.temperature, stream=True)
+    async def _open(self, replica: Replica, messages: list[Message], params: GenParams) -> Any:
+        args: dict[str, Any] = dict(
+            model=await self._amodel(replica), max_tokens=params.max_tokens, temperature=params.temperature, stream=True
+        )
         if params.stop:
             args["stop"] = params.stop[:4]  # the OpenAI API accepts at most four
+        # The raw streaming response: the client builds and sends the request and maps its errors; the
+        # chunks are read as plain JSON (a typed object per token costs more than the rest of the path).
+        if self.prompt_style == "chat":
+            return await replica.client.chat.completions.with_raw_response.create(messages=messages, **args)
+        return await replica.client.completions.with_raw_response.create(prompt=completion_text(messages), **args)
+
+    async def stream(self, messages: list[Message], params: GenParams) -> AsyncIterator[str]:
+        """Stream from the least busy replica; one that cannot be reached is set aside and the next tried."""
+        o = self._openai
+        deadline = time.monotonic() + self.cfg.timeout_s
+        response, replica, failure = None, None, None
+        for candidate in self.replicas.candidates():
+            self.replicas.acquire(candidate)
+            try:
+                response = await self._open(candidate, messages, params)
+            except (o.APIConnectionError, o.APITimeoutError) as exc:  # not reached: nothing was generated
+                self.replicas.release(candidate)
+                self.replicas.mark_down(candidate, str(self._error(exc, candidate.base_url)))
+                failure = self._error(exc, candidate.base_url if len(self.replicas.all) == 1 else self._where())
+                continue
+            except o.APIError as exc:
+                self.replicas.release(candidate)
+                raise self._error(exc, candidate.base_url) from exc
+            except BaseException:
+                self.replicas.release(candidate)
+                raise
+            replica = candidate
+            break
+        if replica is None:
+            raise failure or BackendError(f"backend unreachable at {self._where()}")
         chat = self.prompt_style == "chat"
         try:
-            if chat:
-                response = await self.client.chat.completions.create(messages=messages, **args)
-            else:
-                response = await self.client.completions.create(prompt=completion_text(messages), **args)
-        except self._openai.APIError as exc:
-            raise self._error(exc) from exc
-        try:
-            async for chunk in response:
-                if not chunk.choices:
+            async for line in response.http_response.aiter_lines():
+                if time.monotonic() > deadline:
+                    raise BackendError(f"the answer took longer than {self.cfg.timeout_s:g} s (timeout_s) at {replica.base_url}")
+                if not line.startswith("data:"):
                     continue
-                choice = chunk.choices[0]
-                text = choice.delta.content if chat else choice.text
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    break
+                chunk = json.loads(data)
+                if chunk.get("error"):
+                    error = chunk["error"]
+                    raise BackendError(f"backend error at {replica.base_url}: {error.get('message', error) if isinstance(error, dict) else error}")
+                choices = chunk.get("choices")
+                if not choices:
+                    continue
+                text = (choices[0].get("delta") or {}).get("content") if chat else choices[0].get("text")
                 if text:
                     yield text
-        except self._openai.APIError as exc:
-            raise self._error(exc) from exc
+        except (o.APIError, self._httpx.HTTPError) as exc:
+            if isinstance(exc, (o.APIConnectionError, self._httpx.TransportError)):
+                self.replicas.mark_down(replica, f"{type(exc).__name__}: {exc}")
+            raise self._error(exc, replica.base_url) from exc
         finally:
-            await response.close()  # on early close too: the server sees the disconnect and aborts
+            self.replicas.release(replica)
+            await response.http_response.aclose()  # on early close too: the server sees the disconnect and aborts
+
+    async def _check(self, replica: Replica) -> tuple[Replica, Any]:
+        try:
+            page = await replica.client.models.list(timeout=HEALTH_TIMEOUT_S)
+        except self._openai.APIError as exc:
+            self.replicas.mark_down(replica, str(self._error(exc, replica.base_url)))
+            return replica, self._error(exc, replica.base_url)
+        self.replicas.mark_up(replica)
+        return replica, page
 
     async def health(self) -> BackendHealth:
-        """GET /v1/models with a short timeout; BackendError when the server cannot be reached."""
-        try:
-            page = await self.client.models.list(timeout=HEALTH_TIMEOUT_S)
-        except self._openai.APIError as exc:
-            raise self._error(exc) from exc
-        info = self._remember([m.model_dump() for m in page.data])
+        """GET /v1/models of every replica with a short timeout; BackendError when none can be reached."""
+        checks = await asyncio.gather(*(self._check(r) for r in self.replicas.all))
+        up = [(r, page) for r, page in checks if not isinstance(page, BackendError)]
+        down = [(r, err) for r, err in checks if isinstance(err, BackendError)]
+        if not up:
+            if len(down) == 1:
+                raise down[0][1]
+            raise BackendError("no replica can be reached: " + "; ".join(str(e) for _, e in down))
+        replica, page = up[0]
+        info = self._remember([m.model_dump() for m in page.data], replica.base_url)
         if self.cfg.model and self.cfg.model not in info.models:
-            return BackendHealth(ok=False, model=info.model, detail=f"model {info.model!r} not served by {self.base_url} (it serves: {', '.join(info.models)})")
-        return BackendHealth(ok=True, model=info.model, detail=f"{self.base_url}, {self.prompt_style} prompts")
+            return BackendHealth(ok=False, model=info.model, detail=f"model {info.model!r} not served by {replica.base_url} (it serves: {', '.join(info.models)})")
+        detail = f"{replica.base_url}, {self.prompt_style} prompts"
+        if len(self.replicas.all) > 1:
+            detail = f"{len(up)} of {len(self.replicas.all)} replicas up, {self.prompt_style} prompts"
+            if down:
+                detail += "; down: " + "; ".join(str(e) for _, e in down)
+        return BackendHealth(ok=True, model=info.model, detail=detail)
 
     async def aclose(self) -> None:
         self._http.close()
-        try:
-            await self.client.close()
-        except RuntimeError:  # its connections belonged to an event loop that is already closed
-            pass
+        for replica in self.replicas.all:
+            try:
+                await replica.client.close()
+            except RuntimeError:  # its connections belonged to an event loop that is already closed
+                pass
 
 
 @register("openai")

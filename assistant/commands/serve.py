@@ -14,8 +14,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_common(p)
     p.add_argument("--host", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="port to bind (default 8000)")
-    p.add_argument("--backend", choices=["llamacpp", "openai", "echo"], help="LLM backend")
-    p.add_argument("--model", help="model: a GGUF path for llamacpp, a model name for openai")
+    p.add_argument("--backend", choices=["llamacpp", "openai", "vllm", "echo"], help="LLM backend")
+    p.add_argument("--model", help="model: a GGUF path for llamacpp, a model folder for vllm, a model name for openai")
+    p.add_argument("--tensor-parallel-size", type=int, help="vllm: GPUs one model is split over")
+    p.add_argument("--preset", help="vllm: a GPU launch preset (see `assistant presets`); flags given here win")
     p.set_defaults(func=run, overrides=overrides)
 
 
@@ -28,9 +30,22 @@ def overrides(args: argparse.Namespace) -> dict:
         out["backend"] = args.backend
     if args.model:
         backend = args.backend or "llamacpp"
-        out["llamacpp" if backend == "llamacpp" else "openai"] = (
+        out["llamacpp" if backend == "llamacpp" else backend if backend == "vllm" else "openai"] = (
             {"model_path": args.model} if backend == "llamacpp" else {"model": args.model}
         )
+    vllm: dict = {}
+    if args.preset:
+        from assistant.backends.vllm import preset_settings
+
+        try:
+            vllm.update(preset_settings(args.preset))
+        except KeyError as exc:
+            raise SystemExit(f"assistant serve: {exc.args[0]}") from None
+    vllm.update(out.get("vllm", {}))
+    if args.tensor_parallel_size:
+        vllm["tensor_parallel_size"] = args.tensor_parallel_size
+    if vllm:
+        out["vllm"] = vllm
     return out
 
 
@@ -39,8 +54,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     from assistant.app import create_app
 
+    from assistant.background_worker import start_worker, stop_worker
+
     app = create_app(settings)
     host, port = settings.server.host, settings.server.port
     print(f"assistant: serving on http://{host}:{port}/  (data: {settings.data_dir}, backend: {settings.backend})", flush=True)
-    uvicorn.run(app, host=host, port=port, log_level=settings.log_level.lower(), access_log=False)
+    worker = start_worker(settings)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level=settings.log_level.lower(), access_log=False)
+    finally:
+        stop_worker(worker)
     return 0

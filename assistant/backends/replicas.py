@@ -1,0 +1,75 @@
+"""Several replicas of one OpenAI-compatible server: least-in-flight routing, failed ones set aside.
+
+A replica that cannot be reached is skipped for `retry_after_s`, then tried again (by the next request
+or health check); a replica seen healthy is back in the rotation at once. When every replica is set
+aside, they are still tried, the one set aside first leading, so that a recovered server is found
+without waiting for the timer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Replica:
+    base_url: str  # the server's /v1 URL
+    client: Any = None  # its openai.AsyncOpenAI client
+    in_flight: int = 0
+    served: int = 0  # requests sent to it so far
+    down_until: float = 0.0
+    last_error: str = ""
+    order: int = 0  # tie-breaker: least recently picked first
+
+    @property
+    def root(self) -> str:
+        """The server's root URL, where vLLM's /tokenize and llama.cpp's /extras live."""
+        return self.base_url.removesuffix("/v1")
+
+    @property
+    def up(self) -> bool:
+        return self.down_until <= time.monotonic()
+
+    def status(self) -> dict[str, Any]:
+        return {"url": self.base_url, "up": self.up, "in_flight": self.in_flight, "served": self.served,
+                "last_error": self.last_error}  # fmt: skip
+
+
+class Replicas:
+    def __init__(self, urls: list[str], retry_after_s: float) -> None:
+        if not urls:
+            raise ValueError("at least one base URL is needed")
+        self.all = [Replica(u.rstrip("/")) for u in dict.fromkeys(urls)]
+        self.retry_after_s = retry_after_s
+        self._ticks = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def candidates(self) -> list[Replica]:
+        """Replicas in the order to try them: those up by fewest in flight, then those set aside."""
+        with self._lock:
+            up = sorted((r for r in self.all if r.up), key=lambda r: (r.in_flight, r.order))
+            down = sorted((r for r in self.all if not r.up), key=lambda r: r.down_until)
+            if up:
+                up[0].order = next(self._ticks)  # equal load: rotate
+            return up + down
+
+    def acquire(self, replica: Replica) -> None:
+        with self._lock:
+            replica.in_flight += 1
+            replica.served += 1
+
+    def release(self, replica: Replica) -> None:
+        with self._lock:
+            replica.in_flight -= 1
+
+    def mark_down(self, replica: Replica, reason: str) -> None:
+        replica.down_until = time.monotonic() + self.retry_after_s
+        replica.last_error = reason
+
+    def mark_up(self, replica: Replica) -> None:
+        replica.down_until = 0.0
+        replica.last_error = ""

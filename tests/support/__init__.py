@@ -1,0 +1,1 @@
+"""Code the tests share that is not a fixture: model conversion, real server processes."""

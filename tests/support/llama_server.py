@@ -1,0 +1,60 @@
+"""`python -m llama_cpp.server` with the packaged GGUF on a loopback port: a real OpenAI-compatible replica."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from assistant.local_server import free_port
+
+MODEL_ALIAS = "gemma-3-270m"
+
+
+class LlamaServer:
+    """One replica; stop() and start() again keep its port, as a restarted server would."""
+
+    def __init__(self, gguf: Path, log_dir: Path, port: int | None = None) -> None:
+        self.gguf = gguf
+        self.port = port or free_port()
+        self.log_path = log_dir / f"llama-server-{self.port}.log"
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self, timeout_s: float = 120) -> "LlamaServer":
+        cmd = [
+            sys.executable, "-m", "llama_cpp.server", "--model", str(self.gguf), "--host", "127.0.0.1",
+            "--port", str(self.port), "--n_ctx", "2048", "--n_threads", "1", "--model_alias", MODEL_ALIAS,
+        ]  # fmt: skip
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"llama_cpp.server exited with {self.proc.returncode}; see {self.log_path}")
+            try:
+                if httpx.get(f"{self.url}/models", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"llama_cpp.server did not become ready; see {self.log_path}")
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
