@@ -24,6 +24,8 @@ from assistant.routes.ask import ask
 from assistant.routes.collections import CollectionController
 from assistant.routes.deps import provide_services
 from assistant.routes.health import health, status
+from assistant.routes.ingestion import add_source, delete_collection, delete_document, upload_documents
+from assistant.routes.jobs import JobController
 from assistant.routes.search import search
 from assistant.services import Services
 from assistant.settings import Settings
@@ -76,6 +78,11 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
             health,
             status,
             CollectionController,
+            add_source,
+            upload_documents,
+            delete_document,
+            delete_collection,
+            JobController,
         ],
         dependencies={"services": Provide(provide_services, sync_to_thread=False)},
         lifespan=[lifespan],

@@ -27,7 +27,14 @@ class LlamaCppSettings(BaseModel):
     model_path: Path | None = Field(None, description="GGUF file; empty = the packaged Gemma-3-270M GGUF")
     n_ctx: int = Field(4096, ge=256, description="context window in tokens")
     n_threads: int | None = Field(None, ge=1, description="CPU threads; empty = all cores")
-    n_gpu_layers: int = Field(0, description="layers offloaded to GPUs (-1 = all) when built with CUDA")
+    n_gpu_layers: int | None = Field(
+        None, description="layers offloaded to GPUs (-1 = all); empty = all when llama.cpp was built with GPU offload, else 0"
+    )
+    main_gpu: int = Field(0, ge=0, description="GPU that holds the model (or its small tensors when split)")
+    tensor_split: list[float] | None = Field(
+        None, description="share of the model per GPU, e.g. [1, 1] for two equal GPUs; empty = llama.cpp's default"
+    )
+    flash_attn: bool = Field(False, description="flash attention (GPU builds; saves memory on long contexts)")
     n_batch: int = Field(512, ge=1, description="prompt-processing batch size")
     chat_format: str | None = Field(
         None, description="force a llama-cpp-python chat format; empty = the GGUF's own template, or a completion prompt when it has none"
@@ -39,13 +46,75 @@ class LlamaCppSettings(BaseModel):
 class OpenAISettings(BaseModel):
     """Any OpenAI-compatible server (vLLM, llama.cpp's server, SGLang, Ollama, ...)."""
 
-    base_url: str = Field("http://127.0.0.1:8080/v1", description="the server's /v1 URL")
+    base_url: str = Field(
+        "http://127.0.0.1:8080/v1", description="the server's /v1 URL; several replicas may be given comma-separated"
+    )
+    base_urls: list[str] = Field(
+        default_factory=list,
+        description="replicas of one model (their /v1 URLs); each request goes to the one with the fewest in flight. "
+        "When set, base_url is not used",
+    )
+    retry_unhealthy_s: float = Field(10.0, gt=0, description="how long a replica that could not be reached is skipped")
     model: str = Field("", description="model name to request; empty = the first one /v1/models lists")
     api_key: str = Field("none", description="bearer token sent to the server")
     context_window: int = Field(4096, ge=256, description="context length if the server does not report one")
     timeout_s: float = Field(120.0, gt=0, description="per-request timeout in seconds")
     connect_timeout_s: float = Field(3.0, gt=0, description="connection timeout in seconds")
     max_connections: int = Field(64, ge=1, description="HTTP connection pool size")
+    prompt_style: Literal["chat", "completion"] = Field(
+        "chat",
+        description="chat = /v1/chat/completions with the server's chat template; completion = /v1/completions "
+        "with a plain prompt, for base models that have no chat template",
+    )
+
+
+class VLLMSettings(BaseModel):
+    """The `vllm` backend: a vLLM OpenAI-compatible server started and watched as a child process."""
+
+    model: str = Field("", description="model directory (or hub name) vLLM loads; required for the vllm backend")
+    python: str = Field(
+        "", description="Python interpreter that has vLLM installed (its own environment); empty = this interpreter"
+    )
+    served_model_name: str = Field("", description="model name the server answers to; empty = the model's folder name")
+    dtype: str = Field("auto", description="--dtype: auto, bfloat16, float16 (V100s need float16) or float32")
+    max_model_len: int | None = Field(None, ge=64, description="--max-model-len: context length; empty = the model's own")
+    tensor_parallel_size: int = Field(1, ge=1, description="--tensor-parallel-size: GPUs one model is split over")
+    gpu_memory_utilization: float | None = Field(
+        None, gt=0, le=1, description="--gpu-memory-utilization: share of each GPU's memory vLLM may take; empty = vLLM's default"
+    )
+    max_num_seqs: int | None = Field(
+        None, ge=1, description="--max-num-seqs: sequences batched at once; also sizes our HTTP pool; empty = vLLM's default (256)"
+    )
+    max_num_batched_tokens: int | None = Field(None, ge=1, description="--max-num-batched-tokens: tokens per engine step")
+    enable_chunked_prefill: bool | None = Field(None, description="--(no-)enable-chunked-prefill; empty = vLLM's default")
+    enable_prefix_caching: bool | None = Field(None, description="--(no-)enable-prefix-caching; empty = vLLM's default")
+    kv_cache_dtype: str | None = Field(None, description="--kv-cache-dtype, e.g. fp8 to double the context on a GPU")
+    swap_space: float | None = Field(
+        None, ge=0, description="--swap-space in GiB of CPU memory per GPU (only vLLM versions that still have the flag)"
+    )
+    enforce_eager: bool = Field(False, description="--enforce-eager: no CUDA graphs / compilation (faster start, less memory)")
+    quantization: str | None = Field(None, description="--quantization, e.g. gptq; empty = what the model's config says")
+    extra_args: list[str] = Field(default_factory=list, description="any other vLLM flags, passed as they are")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="environment for the vLLM process, e.g. {NCCL_P2P_LEVEL = \"NVL\", CUDA_VISIBLE_DEVICES = \"0,1\"}"
+    )
+    port: int = Field(0, ge=0, le=65535, description="loopback port for the vLLM server; 0 = a free one")
+    start_timeout_s: float = Field(900.0, gt=0, description="how long a start may take before it counts as failed")
+    stop_timeout_s: float = Field(20.0, gt=0, description="how long to wait after SIGTERM before SIGKILL")
+    restart_backoff_s: float = Field(2.0, gt=0, description="first pause before restarting a process that died; doubles each time")
+    restart_backoff_max_s: float = Field(60.0, gt=0, description="longest pause between restarts")
+    timeout_s: float = Field(300.0, gt=0, description="per-request timeout in seconds")
+    prompt_style: Literal["chat", "completion"] = Field(
+        "chat", description="chat = the model's chat template; completion = a plain prompt, for base models"
+    )
+
+
+class EchoSettings(BaseModel):
+    """The deterministic `echo` backend: it repeats the question instead of generating (for tests)."""
+
+    context_window: int = Field(4096, ge=64, description="context length the echo backend reports")
+    prompt_style: Literal["chat", "completion"] = Field("chat", description="prompt style the echo backend asks for")
+    delay_s: float = Field(0.0, ge=0, description="pause between streamed words, to make streaming observable")
 
 
 class EmbedderSettings(BaseModel):
@@ -55,6 +124,10 @@ class EmbedderSettings(BaseModel):
     batch_size: int = Field(32, ge=1, description="texts per encode batch")
     max_seq_length: int = Field(256, ge=16, description="tokens the embedder reads per text")
     dtype: Literal["auto", "fp32", "bf16"] = Field("auto", description="auto = bf16 where the CPU supports it natively")
+    threads: int | None = Field(
+        None, ge=1, description="torch threads for embedding; empty = all cores. 1 in a server that shares its cores "
+        "with an engine keeps each query's embedding from stalling the others (and the engine)"
+    )
 
 
 class RetrievalSettings(BaseModel):
@@ -62,7 +135,27 @@ class RetrievalSettings(BaseModel):
 
     k: int = Field(5, ge=1, le=50, description="sources given to the model per question")
     candidates: int = Field(50, ge=1, description="candidates taken from each of dense and BM25 before fusion")
-    rrf_k: float = Field(60.0, gt=0, description="reciprocal-rank fusion constant")
+    fusion: Literal["linear", "rrf"] = Field(
+        "linear", description="how dense and BM25 candidates are fused: a linear mix of normalised scores, or reciprocal-rank fusion"
+    )
+    dense_weight: float = Field(0.5, ge=0, le=1, description="weight of the dense score in the linear mix (BM25 gets the rest)")
+    normalisation: Literal["minmax", "zscore"] = Field("minmax", description="score normalisation before the linear mix")
+    rrf_k: float = Field(5.0, gt=0, description="reciprocal-rank fusion constant (small k measured best on SciFact train)")
+    title_weight: float = Field(3.0, ge=0, description="BM25 weight of the document title against the chunk body (1.0)")
+    heading_weight: float = Field(1.5, ge=0, description="BM25 weight of the chunk's heading path and code symbol")
+    path_weight: float = Field(1.0, ge=0, description="BM25 weight of the words of the document path")
+    lexical_budget: int = Field(
+        2000, ge=0, description="most rows BM25 may score per query: the rarest query terms are kept within it (0 = no limit)"
+    )
+    drop_stopwords: bool = Field(True, description="leave English stop words out of the BM25 query")
+    ann_threshold: int = Field(50_000, ge=1, description="vectors from which a collection gets an IVF (approximate) index instead of exact search")
+    ann_nlist: int = Field(0, ge=0, description="IVF lists; 0 = automatic (a power of two near 2 * sqrt(vectors))")
+    ann_nprobe: int = Field(32, ge=1, description="IVF lists searched per query: higher = better recall, slower")
+    ann_mmap: bool = Field(True, description="memory-map saved IVF indexes instead of reading them whole")
+    reranker_model: Path | None = Field(
+        None, description="local sentence-transformers cross-encoder directory that re-scores the best candidates; empty = no reranking"
+    )
+    rerank_candidates: int = Field(20, ge=1, description="fused candidates the cross-encoder re-scores")
 
 
 class GenerationSettings(BaseModel):
@@ -74,11 +167,42 @@ class GenerationSettings(BaseModel):
 
 
 class IngestSettings(BaseModel):
-    """Ingestion."""
+    """Ingestion: what is read, how it is chunked, and the worker that runs queued jobs."""
 
     chunk_tokens: int = Field(200, ge=16, description="target chunk size in embedder tokens")
     overlap_tokens: int = Field(32, ge=0, description="tokens repeated between consecutive chunks")
     max_file_mb: float = Field(50.0, gt=0, description="files larger than this are skipped with a reason")
+    file_types: list[str] = Field(
+        default_factory=list,
+        description="file types accepted, by suffix ('.md', '.pdf') or by name for files without one ('makefile'); "
+        "empty = every type the parser reads",
+    )
+    exclude: list[str] | None = Field(
+        None,
+        description="gitignore-style patterns left out of every folder; empty = the defaults for vendored and "
+        "generated files (node_modules/, vendor/, build/, *.min.js, lock files, ...); [] = leave nothing out",
+    )
+    use_git: bool = Field(
+        True, description="list git checkouts with `git ls-files` (honours .gitignore) and record the commit of each document"
+    )
+    embed_pool: int = Field(
+        1024, ge=1, description="chunk texts pooled across files before one embedding call (sorted by length inside: less padding)"
+    )
+    allowed_roots: list[Path] = Field(
+        default_factory=list,
+        description="server-side folders that POST /api/collections/{name}/sources may ingest from (and below); empty = none",
+    )
+    max_upload_mb: float = Field(100.0, gt=0, description="largest upload request POST /api/collections/{name}/documents accepts (all its files)")
+    watch_debounce_ms: int = Field(
+        400, ge=0, description="`assistant ingest --watch`: quiet time after a change before the batch of changes is applied"
+    )
+    worker_poll_s: float = Field(1.0, gt=0, description="how often an idle `assistant worker` looks for queued jobs")
+    worker_stale_s: float = Field(
+        60.0, gt=0, description="a running job whose worker has not sent a heartbeat for this long is taken over by another worker"
+    )
+    run_worker: bool = Field(
+        True, description="`assistant serve` runs one `assistant worker` process beside the server for queued ingestion jobs"
+    )
 
 
 class ServerSettings(BaseModel):
@@ -102,10 +226,12 @@ class Settings(BaseSettings):
 
     config: Path | None = Field(None, description="TOML config file read before the environment")
     data_dir: Path = Field(default_factory=default_data_dir, description="where the store, indexes and logs live")
-    backend: Literal["llamacpp", "openai", "echo"] = Field("llamacpp", description="LLM backend to answer with")
+    backend: Literal["llamacpp", "openai", "vllm", "echo"] = Field("llamacpp", description="LLM backend to answer with")
     log_level: str = Field("INFO", description="logging level")
     llamacpp: LlamaCppSettings = Field(default_factory=LlamaCppSettings)
     openai: OpenAISettings = Field(default_factory=OpenAISettings)
+    vllm: VLLMSettings = Field(default_factory=VLLMSettings)
+    echo: EchoSettings = Field(default_factory=EchoSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     generation: GenerationSettings = Field(default_factory=GenerationSettings)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
+from indexes import cjk
 from indexes.filters import SearchFilters
 
 WORD = re.compile(r"\w+", re.UNICODE)
@@ -172,8 +173,29 @@ class Lexical:
                 params.update(sub_params)
             sql = f"SELECT rowid, -rank FROM chunk_fts WHERE {where} ORDER BY rank LIMIT :n"
             rows = conn.connection.driver_connection.execute(sql, params).fetchall()
+            cjk_hits = cjk.search(conn, collection_ids, terms, read)
         ranked = [(int(r[0]), float(r[1])) for r in rows]
+        if cjk_hits:  # CJK words matched by trigrams (indexes/cjk.py): their scores add to BM25's
+            merged = dict(ranked)
+            for cid, score in cjk_hits:
+                merged[cid] = merged.get(cid, 0.0) + score
+            if filters is not None and not filters.is_empty:
+                allowed = {cid for cid, _ in ranked} | self._allowed(collection_ids, filters, [c for c, _ in cjk_hits])
+                merged = {c: v for c, v in merged.items() if c in allowed}
+            ranked = sorted(merged.items(), key=lambda kv: -kv[1])
+            return LexicalResult(ranked[:limit], dict(ranked), match, complete=False)
         return LexicalResult(ranked[:limit], dict(ranked), match, complete=len(ranked) < read)
+
+    def _allowed(self, collection_ids: list[int], filters: SearchFilters, ids: list[int]) -> set[int]:
+        """Which of these chunk ids pass the filters."""
+        if not ids:
+            return set()
+        sub, params = filters.chunk_subquery(collection_ids)
+        marks = ",".join(str(int(i)) for i in ids)
+        with self.engine.connect() as conn:
+            rows = conn.connection.driver_connection.execute(
+                f"SELECT id FROM chunk WHERE id IN ({marks}) AND id IN ({sub})", params).fetchall()
+        return {int(r[0]) for r in rows}
 
     def scores(self, chunk_ids: list[int], match: str, *, weights: Weights = Weights()) -> dict[int, float]:
         """BM25 of given chunks for an FTS5 expression (0.0 where a chunk does not match it)."""

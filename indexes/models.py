@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import Column, ForeignKey, Integer, LargeBinary, UniqueConstraint
+from sqlalchemy import Column, ForeignKey, Index, Integer, LargeBinary, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -72,11 +72,16 @@ class Chunk(SQLModel, table=True):
 
 
 class IngestJob(SQLModel, table=True):
-    """One ingestion request and its progress."""
+    """One ingestion request and its progress.
+
+    A worker claims a pending job by writing its id into `worker`; a job whose worker died (its process
+    is gone, or its heartbeat is stale) is claimed again and resumed: finished files are skipped by
+    their sha256, so nothing is lost or written twice.
+    """
 
     id: int | None = Field(default=None, primary_key=True)
     collection_id: int = Field(index=True)
-    status: str = "pending"  # pending | running | done | failed
+    status: str = "pending"  # pending | running | done | failed | cancelled
     params: str = "{}"  # JSON: paths, options
     files_total: int = 0
     files_done: int = 0
@@ -87,3 +92,28 @@ class IngestJob(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    collection: str = ""  # the collection's name when the job was made (it outlives a deleted collection)
+    kind: str = "sync"  # sync (folders or files) | upload | purge (a deleted collection's rows)
+    worker: str | None = None  # "host:pid" of the process running it
+    heartbeat_at: datetime | None = None  # refreshed while it runs; stale = its worker is gone
+    attempts: int = 0  # how many times a worker started it (more than 1 after a crash)
+    files_removed: int = 0
+
+
+class IngestFile(SQLModel, table=True):
+    """The state of one file of a job: pending -> parsing -> embedding -> done | failed | skipped | removed.
+
+    `reason` says why a file failed or was skipped ("unchanged", "binary file", ...), or notes how a
+    file that was read needed help ("read as windows-1252").
+    """
+
+    __table_args__ = (UniqueConstraint("job_id", "path"), Index("ix_ingestfile_job_state", "job_id", "state"))
+
+    id: int | None = Field(default=None, primary_key=True)
+    job_id: int = Field(sa_column=Column(Integer, ForeignKey("ingestjob.id", ondelete="CASCADE"), nullable=False))
+    path: str
+    state: str = "pending"
+    reason: str | None = None
+    chunks: int = 0
+    size: int = 0
+    updated_at: datetime = Field(default_factory=utcnow)

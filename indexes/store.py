@@ -17,6 +17,7 @@ import numpy as np
 from sqlalchemy import delete, func, text, update
 from sqlmodel import Session, select
 
+from indexes import cjk
 from indexes.db import make_engine
 from indexes.filters import SearchFilters
 from indexes.lexical import Lexical
@@ -89,9 +90,21 @@ class ChunkRecord:
     symbol: str
 
 
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def identifier_words(name: str) -> str:
+    """snake_case, CamelCase and dotted names as their words: `Flask.make_response`, `HTTPError` ->
+    `flask make response`, `http error` (what a searcher types; the name itself is indexed too)."""
+    return " ".join(w.lower() for part in re.split(r"[^0-9A-Za-z]+", name) for w in _CAMEL.findall(part))
+
+
 def path_terms(path: str) -> str:
-    """A path as words for the lexical index: `src/flask/app.py` -> `src flask app py`."""
-    return " ".join(t for t in re.split(r"[^0-9A-Za-z]+", path) if t)
+    """A path as words for the lexical index: `src/flask/app.py` -> `src flask app py`; words inside
+    names are split too (`JsonProvider.py` -> `JsonProvider json provider py`)."""
+    parts = [t for t in re.split(r"[^0-9A-Za-z]+", path) if t]
+    extra = [w for t in parts if (w := identifier_words(t)) and w != t.lower()]
+    return " ".join(parts + extra)
 
 
 class Store:
@@ -148,7 +161,8 @@ class Store:
 
     def list_collections(self) -> list[dict]:
         with self.session() as s:
-            colls = s.exec(select(Collection).order_by(Collection.name)).all()
+            # a deleted collection is renamed '~deleted-<id>' until its rows are purged: not listed
+            colls = s.exec(select(Collection).where(~Collection.name.startswith("~")).order_by(Collection.name)).all()
             docs = dict(
                 s.exec(select(Document.collection_id, func.count()).group_by(Document.collection_id)).all()
             )
@@ -176,6 +190,7 @@ class Store:
         coll = self.require_collection(name)
         with self.session() as s:
             s.exec(text("DELETE FROM chunk_fts WHERE collection_id = :c").bindparams(c=coll.id))
+            s.exec(text("DELETE FROM chunk_cjk WHERE collection_id = :c").bindparams(c=coll.id))
             s.exec(delete(Chunk).where(Chunk.collection_id == coll.id))
             s.exec(delete(Document).where(Document.collection_id == coll.id))
             s.exec(delete(Collection).where(Collection.id == coll.id))
@@ -230,6 +245,7 @@ class Store:
             conn = s.connection()
             chunk_rows: list[tuple] = []
             fts_rows: list[tuple] = []
+            cjk_rows: list[tuple] = []
             next_id: int | None = None
             for item, vecs in prepared:
                 src = item.source
@@ -262,8 +278,11 @@ class Store:
                         cid, doc.id, collection.id, i, c.text, c.heading_path, c.anchor, c.page,
                         c.line_start, c.line_end, c.symbol, c.n_tokens, vecs[i].tobytes(),
                     ))
-                    headings = " ".join(filter(None, [c.heading_path, c.symbol]))
+                    symbol_words = identifier_words(c.symbol) if c.symbol else ""
+                    headings = " ".join(filter(None, [c.heading_path, c.symbol, symbol_words]))
                     fts_rows.append((cid, src.title, headings, c.text, path_words, collection.id))
+                    if (cjk_row := cjk.row(cid, src.title, c.heading_path, c.text, collection.id)) is not None:
+                        cjk_rows.append(cjk_row)
                 added_ids.append(ids)
                 added_vecs.append(vecs)
             raw = conn.connection.driver_connection
@@ -277,6 +296,8 @@ class Store:
                     "INSERT INTO chunk_fts(rowid, title, headings, body, path, collection_id) VALUES (?,?,?,?,?,?)",
                     fts_rows,
                 )
+                if cjk_rows:
+                    raw.executemany("INSERT INTO chunk_cjk(rowid, body, collection_id) VALUES (?,?,?)", cjk_rows)
             old_gen, new_gen = self._bump(s, collection.id) if (removed or chunk_rows) else (None, None)
             s.commit()
             docs: dict[int, Document] = {}
@@ -308,6 +329,7 @@ class Store:
             part = ids[start : start + 500]
             marks = ",".join(str(int(i)) for i in part)
             s.exec(text(f"DELETE FROM chunk_fts WHERE rowid IN ({marks})"))
+            s.exec(text(f"DELETE FROM chunk_cjk WHERE rowid IN ({marks})"))
             s.exec(delete(Chunk).where(Chunk.id.in_(part)))
 
     @staticmethod

@@ -1,7 +1,11 @@
-"""`assistant ingest PATH... --collection NAME`: index folders or files into a collection.
+"""`assistant ingest`, `assistant worker` and `assistant jobs`: ingestion from the command line.
 
-Loaded through the `assistant.commands` entry point; the settings object comes from the caller
-and is only read through its attributes, so this package stays independent of the server package.
+Loaded through the `assistant.commands` entry point; the settings object comes from the caller and
+is only read through its attributes, so this package stays independent of the server package.
+
+`assistant ingest` runs in this process by default, recorded as a job in the store like any other
+(so the API shows it, and a worker resumes it if this process is killed); `--enqueue` leaves it to a
+worker; `--watch` keeps the folder in sync afterwards.
 """
 
 from __future__ import annotations
@@ -9,27 +13,19 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    SpinnerColumn,
-    TaskProgressColumn,
-    TextColumn,
-    TimeRemainingColumn,
-)
-from rich.table import Table
-from rich.text import Text
 
+from indexes.jobs import Jobs, worker_name
 from indexes.store import COLLECTION_NAME, Store, StoreError
-from ingest import offline
-from ingest.pipeline import IngestReport, ProgressEvent, ingest_paths
+from ingest.pipeline import IngestReport, JobLink, ingest_paths
+from ingest.progress_ui import RunProgressBar, follow_job, print_job, print_summary
+from ingest.worker import Worker, make_embedder, options_from
 
 # Libraries that log per-file notices ("No languages specified", pdfminer colour warnings) which
 # would tear through the progress bar; failures reach the user through the report instead.
@@ -38,14 +34,35 @@ NOISY_LOGGERS = ("unstructured", "unstructured_inference", "pdfminer", "pypdf", 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ingest", help="index files and folders into a collection (re-runs skip unchanged files)")
-    p.add_argument("--data-dir", help="data directory (store, indexes); env ASSISTANT_DATA_DIR")
-    p.add_argument("--config", help="TOML config file; env ASSISTANT_CONFIG")
+    _common(p)
     p.add_argument("paths", nargs="+", metavar="PATH", help="folders or files to ingest")
     p.add_argument("--collection", "-c", required=True, help="collection to add them to (created if new)")
     p.add_argument("--chunk-tokens", type=int, help="chunk size in embedder tokens")
     p.add_argument("--overlap-tokens", type=int, help="tokens repeated between consecutive chunks")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object on stdout")
+    p.add_argument("--watch", action="store_true", help="after ingesting, keep the folder in sync as files change")
+    p.add_argument("--enqueue", action="store_true", help="queue a job for `assistant worker` instead of running here")
+    p.add_argument("--follow", action="store_true", help="with --enqueue: show the job's progress until it ends")
     p.set_defaults(func=run, overrides=overrides)
+
+    w = sub.add_parser("worker", help="run queued ingestion jobs (resumes jobs of workers that died)")
+    _common(w)
+    w.add_argument("--once", action="store_true", help="exit when the queue is empty")
+    w.add_argument("--exit-with-parent", action="store_true", help="exit when the process that started this one ends")
+    w.set_defaults(func=run_worker)
+
+    j = sub.add_parser("jobs", help="list ingestion jobs, or show (--follow) or cancel one")
+    _common(j)
+    j.add_argument("job", nargs="?", type=int, help="a job id")
+    j.add_argument("--follow", action="store_true", help="show a live progress bar until the job ends")
+    j.add_argument("--cancel", action="store_true", help="cancel the job")
+    j.add_argument("--json", action="store_true", help="print JSON")
+    j.set_defaults(func=run_jobs)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", help="data directory (store, indexes); env ASSISTANT_DATA_DIR")
+    p.add_argument("--config", help="TOML config file; env ASSISTANT_CONFIG")
 
 
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -58,6 +75,12 @@ def fail(message: str) -> int:
     return 2
 
 
+def quiet_libraries() -> None:
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    for name in NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
 def run(args: argparse.Namespace, settings: Any) -> int:
     """Ingest, showing progress on stderr; 0 when the run completed, even if some files failed."""
     missing = [p for p in args.paths if not Path(p).expanduser().exists()]
@@ -66,102 +89,119 @@ def run(args: argparse.Namespace, settings: Any) -> int:
     if not COLLECTION_NAME.match(args.collection):
         return fail(f"invalid collection name {args.collection!r}: use 1-64 letters, digits, '.', '_' or '-', "
                     "starting with a letter or digit")
-    from indexes.embed import Embedder
-
-    emb_cfg, ing = settings.embedder, settings.ingest
-    try:
-        embedder = Embedder(emb_cfg.model_path, batch_size=emb_cfg.batch_size,
-                            max_seq_length=emb_cfg.max_seq_length, dtype=emb_cfg.dtype)
-    except FileNotFoundError as exc:
-        return fail(str(exc))
-    embedder.dim  # load the model now: its libraries set their log levels on import, ours come after
-    offline.prepare()
-    for name in NOISY_LOGGERS:
-        logging.getLogger(name).setLevel(logging.ERROR)
+    if args.watch and (len(args.paths) != 1 or not Path(args.paths[0]).expanduser().is_dir()):
+        return fail("--watch takes exactly one folder")
+    quiet_libraries()
+    paths = [str(Path(p).expanduser().resolve()) for p in args.paths]
     store = Store(settings.data_dir)
+    jobs = Jobs(store.engine, stale_after_s=settings.ingest.worker_stale_s)
     err = Console(stderr=True)
     try:
-        with _ProgressBar(err, enabled=err.is_terminal) as bar:
-            report = ingest_paths(
-                store, embedder, args.paths, args.collection,
-                chunk_tokens=ing.chunk_tokens, overlap_tokens=ing.overlap_tokens,
-                max_file_bytes=int(ing.max_file_mb * 1024 * 1024), progress=bar.update,
-            )
-    except StoreError as exc:
-        return fail(str(exc))
+        coll = store.get_collection(args.collection)
+        job_options = {k: getattr(args, k) for k in ("chunk_tokens", "overlap_tokens") if getattr(args, k) is not None}
+        job = jobs.enqueue(coll.id if coll else 0, args.collection, {"paths": paths, "options": job_options})
+        if args.enqueue:
+            return _enqueued(jobs, job.id, args, err)
+        name = worker_name()
+        claimed = jobs.claim(name, job_id=job.id)
+        link = JobLink(jobs, job.id, name)
+        embedder = make_embedder(settings)
+        try:
+            with RunProgressBar(err, enabled=err.is_terminal) as bar:
+                report = ingest_paths(store, embedder, paths, args.collection, options=options_from(settings),
+                                      progress=bar.update, link=link)
+        except (StoreError, FileNotFoundError) as exc:
+            jobs.finish(job.id, name, "failed", str(exc))
+            return fail(str(exc))
+        except BaseException as exc:
+            jobs.finish(job.id, name, "failed", f"{type(exc).__name__}: {exc}")
+            raise
+        if claimed is not None:
+            jobs.finish(job.id, name, "done")
+        _print_report(args, report, job.id)
+        if args.watch:
+            return _watch(store, embedder, paths[0], args.collection, settings, err)
     finally:
         store.close()
-    if args.json:
-        print(json.dumps(report.to_dict(), ensure_ascii=False))
-    else:
-        print_summary(Console(), report)
     return 0
 
 
-class _RateColumn(ProgressColumn):
-    """Files per second."""
+def _print_report(args: argparse.Namespace, report: IngestReport, job_id: int) -> None:
+    if args.json:
+        print(json.dumps({**report.to_dict(), "job": job_id}, ensure_ascii=False), flush=True)
+    else:
+        print_summary(Console(), report)
 
-    def render(self, task) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text(f"{speed:.1f} files/s" if speed else "– files/s", style="progress.data.speed")
+
+def _enqueued(jobs: Jobs, job_id: int, args: argparse.Namespace, err: Console) -> int:
+    if not args.follow:
+        print(json.dumps({"job": job_id}) if args.json else f"queued job {job_id}; `assistant jobs {job_id} --follow` shows it")
+        return 0
+    info = follow_job(jobs, job_id, err, enabled=err.is_terminal)
+    print(json.dumps(info) if args.json else "", end="\n" if args.json else "")
+    if not args.json:
+        print_job(Console(), info)
+    return 0 if info["status"] == "done" else 1
 
 
-class _ProgressBar:
-    """A rich progress bar fed by the pipeline's progress events."""
+def _watch(store: Store, embedder, folder: str, collection: str, settings: Any, err: Console) -> int:
+    from ingest.watch import watch_folder
 
-    def __init__(self, console: Console, enabled: bool = True) -> None:
-        self.enabled = enabled
-        self.progress = Progress(
-            SpinnerColumn(),
-            TextColumn("[bold]{task.fields[current]}", table_column=None),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TaskProgressColumn(),
-            _RateColumn(),
-            TimeRemainingColumn(),
-            console=console,
-            transient=True,
-            disable=not enabled,
-        )
-        self.task = None
+    stop = threading.Event()
+    err.print(f"watching {folder} (Ctrl-C stops)")
 
-    def __enter__(self) -> "_ProgressBar":
-        self.progress.__enter__()
-        self.task = self.progress.add_task("ingest", total=None, current="scanning…")
-        return self
+    def on_batch(report: IngestReport) -> None:
+        parts = [f"{report.files_ingested} ingested", f"{report.files_removed} removed"]
+        if report.files_failed:
+            parts.append(f"{report.files_failed} failed: " + "; ".join(f"{f.path}: {f.reason}" for f in report.failures))
+        err.print(f"[{collection}] " + ", ".join(parts) + f" in {report.seconds:.2f} s")
 
-    def __exit__(self, *exc) -> None:
-        self.progress.__exit__(*exc)
+    try:
+        watch_folder(store, embedder, folder, collection, options=options_from(settings),
+                     debounce_ms=settings.ingest.watch_debounce_ms, on_batch=on_batch, stop=stop)
+    except KeyboardInterrupt:
+        stop.set()
+    return 0
 
-    def update(self, event: ProgressEvent) -> None:
-        if event.stage == "start":
-            self.progress.update(self.task, total=event.total, current="")
-        elif event.stage == "begin":
-            name = event.path if len(event.path) <= 32 else "…" + event.path[-31:]
-            self.progress.update(self.task, current=name)
-        elif event.stage == "file":
-            self.progress.update(self.task, completed=event.completed)
+
+def run_worker(args: argparse.Namespace, settings: Any) -> int:
+    quiet_libraries()
+    logging.basicConfig(level=getattr(logging, str(settings.log_level).upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    quiet_libraries()
+    worker = Worker(settings)
+    worker.install_signal_handlers()
+    try:
+        worker.run(once=args.once, parent=os.getppid() if args.exit_with_parent else None)
+    finally:
+        worker.store.close()
+    return 0
+
+
+def run_jobs(args: argparse.Namespace, settings: Any) -> int:
+    store = Store(settings.data_dir)
+    jobs = Jobs(store.engine)
+    console = Console()
+    try:
+        if args.job is None:
+            rows = [jobs.progress(j.id, errors=0) for j in jobs.list(limit=50)]
+            if args.json:
+                print(json.dumps(rows))
+            for info in [] if args.json else rows:
+                console.print(f"{info['id']:>5}  {info['status']:<9} {info['collection']:<20} "
+                              f"{info['files_done']}/{info['files_total']} files  {info['chunks']} chunks")
+            return 0
+        if jobs.get(args.job) is None:
+            print(f"assistant jobs: no job {args.job}", file=sys.stderr)
+            return 2
+        if args.cancel:
+            jobs.cancel(args.job)
+        err = Console(stderr=True)
+        info = follow_job(jobs, args.job, err, enabled=err.is_terminal) if args.follow else jobs.progress(args.job)
+        if args.json:
+            print(json.dumps(info))
         else:
-            self.progress.update(self.task, completed=event.completed, current="done")
-
-
-def print_summary(console: Console, report: IngestReport) -> None:
-    table = Table(title=f"Ingested into {report.collection!r} in {report.seconds:.1f} s", show_header=False)
-    table.add_column(style="bold")
-    table.add_column(justify="right")
-    for label, value in (
-        ("files seen", report.files_seen),
-        ("ingested", report.files_ingested),
-        ("unchanged (skipped)", report.files_skipped),
-        ("failed", report.files_failed),
-        ("removed (gone from disk)", report.files_removed),
-        ("chunks written", report.chunks_written),
-        ("chunks embedded", report.chunks_embedded),
-    ):
-        table.add_row(label, str(value))
-    console.print(table)
-    if report.failures:
-        failed = Table("file", "reason", title="Files not ingested", title_style="bold red")
-        for issue in report.failures:
-            failed.add_row(issue.path, issue.reason)
-        console.print(failed)
+            print_job(console, info)
+        return 0
+    finally:
+        store.close()

@@ -1,203 +1,269 @@
-"""Ingesting folders into a collection: hash check -> parse -> split -> embed -> one transaction per file.
+"""Bringing a collection in sync with folders: scan -> prepare (thread) -> embed in pools -> write.
 
-Files whose bytes (sha256), root and chunking settings are unchanged since their last successful
-ingest are skipped without parsing. A changed file is re-split and only its new or changed chunks
-are embedded (the others keep their stored vectors). A file that fails is recorded with its reason
-and the run goes on. Documents of a walked folder that are no longer on disk are deleted.
+Identity is collection + relative path, content is sha256. Unchanged files are skipped without
+parsing; a changed file's chunks are replaced in one transaction (only new chunk texts are embedded);
+files gone from a folder are removed. Parsing runs in a thread ahead of the embedder; chunk texts of
+many files are pooled and embedded together (the model sorts a pool by length, so batches hold texts
+of similar length and little padding), and each pool's files are written in one transaction.
+
+With a job, every file's state is recorded in the store as it goes, and the documents it writes
+name the job: a worker killed at any point resumes the job, skips what it finished, and counts a file
+written just before the kill as done, so no chunk is lost or written twice.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
+import queue
+import threading
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Iterable
 
 import numpy as np
-from sqlmodel import select
 
-from indexes.models import Chunk, Collection, Document
-from indexes.store import NewChunk, SourceInfo, Store
-from ingest.parse import ParseError, parse
-from ingest.sources import SourceFile, resolve_root, walk
-from ingest.split import HEADING_SEP, split
+from indexes.jobs import FileState
+from indexes.models import Collection
+from indexes.store import DocumentWrite, Store
+from ingest.prepare import EmbedderLike, IngestOptions, Outcome, Preparer, source_info
+from ingest.runstate import FileIssue, IngestReport, JobLink, Progress, ProgressEvent
+from ingest.sources import Scan, SourceFile, SourceProblem, scan
+
+__all__ = ["FileIssue", "IngestReport", "JobLink", "Progress", "ProgressEvent", "ingest_paths", "sync_changes"]
 
 # Bump when parsing or splitting changes what chunks a file gives, so unchanged files are redone.
-PIPELINE_VERSION = 1
-EMBED_BATCH_TEXTS = 256  # chunks gathered across small files before one embedding call
+PIPELINE_VERSION = 2
+IDLE_EMBED_FRACTION = 4  # embed a quarter pool early while the parser thread is busy on a slow file
+PREPARE_AHEAD = 64  # files parsed ahead of the embedder at most
 
 
-class EmbedderLike(Protocol):
-    name: str
-    dim: int
-
-    def embed(self, texts: list[str]) -> np.ndarray: ...
-
-    def count_tokens(self, text: str) -> int: ...
-
-
-@dataclass
-class FileIssue:
-    path: str
-    reason: str
-
-
-@dataclass
-class IngestReport:
-    """What a run did. skipped = unchanged since the last successful ingest."""
-
-    collection: str
-    files_seen: int = 0
-    files_ingested: int = 0
-    files_skipped: int = 0
-    files_failed: int = 0
-    files_removed: int = 0
-    chunks_written: int = 0
-    chunks_embedded: int = 0
-    seconds: float = 0.0
-    failures: list[FileIssue] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class ProgressEvent:
-    """stage: 'start' (total known), 'begin' (a file is being read), 'file' (one file finished, with
-    its status) or 'done'."""
-
-    stage: str
-    total: int
-    completed: int
-    path: str = ""
-    status: str = ""  # ingested | skipped | failed
-
-
-Progress = Callable[[ProgressEvent], None]
-
-
-@dataclass
-class _Ready:
-    """A parsed and split file waiting for its embeddings."""
-
-    info: SourceInfo
-    chunks: list[NewChunk]
-    texts: list[str]  # what is embedded for each chunk
-    vectors: list[np.ndarray | None]  # reused vectors, None where one must be computed
+def open_collection(store: Store, embedder: EmbedderLike, name: str) -> Collection:
+    """The collection, created on first use. An existing one already knows its dimension, so the
+    embedding model is not loaded for a run that turns out to have nothing to embed."""
+    coll = store.get_collection(name)
+    if coll is not None and coll.dim:
+        return coll
+    return store.ensure_collection(name, embedder.name, embedder.dim)
 
 
 class _Run:
-    """One call of ingest_paths: the state shared by its steps."""
+    """One sync of a collection: the state shared by its steps."""
 
-    def __init__(self, store: Store, embedder: EmbedderLike, collection: Collection, params: dict[str, Any],
-                 max_file_bytes: int, progress: Progress | None) -> None:
-        self.store, self.embedder, self.coll = store, embedder, collection
-        self.params, self.max_file_bytes, self.progress = params, max_file_bytes, progress
-        self.report = IngestReport(collection.name)
-        self.existing = {d.path: d for d in store.list_documents(collection)}
-        self.pending: list[_Ready] = []
-        self.total = 0
-        self.completed = 0
-        self.max_seq = int(getattr(embedder, "max_seq_length", 256))
+    def __init__(self, store: Store, embedder: EmbedderLike, coll: Collection, options: IngestOptions,
+                 progress: Progress | None, link: JobLink | None) -> None:
+        self.store, self.embedder, self.coll, self.options = store, embedder, coll, options
+        self.progress, self.link = progress, link
+        self.params = options.params(embedder.name, PIPELINE_VERSION)
+        self.report = IngestReport(coll.name)
+        self.existing = {d.path: d for d in store.list_documents(coll)}
+        self.git_by_root: dict[Path, dict | None] = {}
+        self.preparer = Preparer(store, embedder, coll, options, self.params, self.existing,
+                                 link.job_id if link else None, lambda s: self.git_by_root.get(s.root))
+        self.pending: list[Outcome] = []
+        self.failed_writes: list[DocumentWrite] = []
+        self.total = self.completed = 0
+        self.stop = link.stop if link else threading.Event()
+
+    # --- bookkeeping ------------------------------------------------------------------------------
+
+    def emit(self, stage: str, path: str = "", status: str = "") -> None:
+        if self.progress:
+            self.progress(ProgressEvent(stage, self.total, self.completed, path, status))
+
+    def state(self, path: str, state: str, reason: str | None = None, chunks: int = 0, size: int = 0) -> None:
+        if self.link:
+            self.link.set(path, state, reason, chunks, size)
 
     def finished(self, path: str, status: str) -> None:
         self.completed += 1
-        if self.progress:
-            self.progress(ProgressEvent("file", self.total, self.completed, path, status))
+        self.emit("file", path, status)
+        if self.link:
+            self.link.flush()
 
-    def fail(self, source: SourceFile, reason: str, sha: str = "") -> None:
-        info = _info(source, sha, source.abs_path.name, source.suffix.lstrip("."), {})
-        self.store.write_document(self.coll, info, [], np.zeros((0, self.coll.dim), np.float32),
-                                  status="failed", error=reason)
+    def fail(self, path: str, root: Path, reason: str, sha: str = "", size: int = 0, mtime: float = 0.0) -> None:
+        src = SourceFile(root / path, path, root, size, mtime)
+        info = source_info(src, sha, Path(path).name, Path(path).suffix.lstrip(".").lower(), {})
+        self.failed_writes.append(DocumentWrite(info, [], np.zeros((0, self.coll.dim), np.float32), "failed", reason))
         self.report.files_failed += 1
-        self.report.failures.append(FileIssue(source.rel_path, reason))
-        self.finished(source.rel_path, "failed")
+        self.report.failures.append(FileIssue(path, reason))
+        self.state(path, "failed", reason, size=size)
+        self.finished(path, "failed")
 
-    def handle(self, source: SourceFile) -> None:
-        if self.progress:
-            self.progress(ProgressEvent("begin", self.total, self.completed, source.rel_path))
-        if source.size > self.max_file_bytes:
-            mb = 1024 * 1024
-            return self.fail(source, f"file too large ({source.size / mb:.1f} MB; the limit is "
-                                     f"{self.max_file_bytes / mb:.1f} MB)")
+    def ignore(self, path: str, reason: str, size: int = 0) -> None:
+        self.report.files_ignored += 1
+        self.report.ignored.append(FileIssue(path, reason))
+        self.state(path, "skipped", reason, size=size)
+        doc = self.existing.get(path)
+        if doc is not None and self.store.delete_document(self.coll, doc.id):
+            self.report.files_removed += 1  # it was indexed before: it is not any more
+        self.finished(path, "ignored")
+
+    # --- the run ----------------------------------------------------------------------------------
+
+    def sync(self, scans: list[Scan], removals: Iterable[str] = ()) -> IngestReport:
+        """Ingest every file of the scans; remove documents of their folders that are gone."""
+        files: list[SourceFile] = []
+        problems: list[SourceProblem] = []
+        owner: dict[str, Path] = {}
+        clashes: list[SourceFile] = []
+        for sc in scans:
+            self.git_by_root[sc.root] = sc.git
+            if sc.git:
+                self.report.git[str(sc.root)] = sc.git
+            for f in sc.files:
+                if f.rel_path in owner and owner[f.rel_path] != f.root:
+                    clashes.append(f)  # two roots hold the same relative path: the store keys by it
+                    continue
+                owner[f.rel_path] = f.root
+                files.append(f)
+            problems.extend(sc.problems)
+        done_before: dict[str, str] = {}
+        if self.link:
+            self.link.jobs.add_files(self.link.job_id, [FileState(f.rel_path, "pending", size=f.size) for f in files]
+                                     + [FileState(p.rel_path, "pending") for p in problems]
+                                     + [FileState(f.rel_path, "pending") for f in clashes])
+            done_before = {p: s for p, s in self.link.jobs.file_states(self.link.job_id).items()
+                           if s in ("done", "failed", "skipped", "removed")}
+        self.total = len(files) + len(problems) + len(clashes)
+        todo = [f for f in files if f.rel_path not in done_before]
+        problems = [p for p in problems if p.rel_path not in done_before]
+        clashes = [c for c in clashes if c.rel_path not in done_before]
+        self.completed = self.total - len(todo) - len(problems) - len(clashes)
+        self.report.files_seen = self.total
+        self.emit("start")
+        for p in problems:
+            if p.state == "skipped":
+                self.ignore(p.rel_path, p.reason)
+            else:
+                self.fail(p.rel_path, p.root, p.reason)
+        for f in clashes:
+            reason = f"same path as a file under {owner[f.rel_path]}; ingest the two folders into different collections"
+            self.report.files_failed += 1
+            self.report.failures.append(FileIssue(f.rel_path, reason))
+            self.state(f.rel_path, "failed", reason, size=f.size)
+            self.finished(f.rel_path, "failed")
+        self.process(todo)
+        if not self.stop.is_set():
+            keep = {f.rel_path for f in files} | {p.rel_path for p in problems if p.state == "failed"}
+            for sc in scans:
+                if sc.is_dir:
+                    self.remove_vanished(sc.root, keep)
+            for path in removals:
+                self.remove(path)
+        self.report.stopped = self.stop.is_set()
+        return self.report
+
+    def process(self, files: list[SourceFile]) -> None:
+        """Prepare files in a thread while this one embeds and writes."""
+        q: queue.Queue = queue.Queue(maxsize=PREPARE_AHEAD)
+        abort = threading.Event()
+
+        def produce() -> None:
+            try:
+                for f in files:
+                    if self.stop.is_set() or abort.is_set():
+                        break
+                    q.put(("begin", f))
+                    q.put(self.preparer.prepare(f))
+            finally:
+                q.put(None)
+
+        worker = threading.Thread(target=produce, name="ingest-prepare", daemon=True)
+        worker.start()
+        pool = max(1, self.options.embed_pool)
         try:
-            data = source.abs_path.read_bytes()
-        except OSError as exc:
-            return self.fail(source, f"cannot read the file ({exc.strerror or exc})")
-        sha = hashlib.sha256(data).hexdigest()
-        doc = self.existing.get(source.rel_path)
-        if doc is not None and self.unchanged(doc, source, sha):
-            self.report.files_skipped += 1
-            return self.finished(source.rel_path, "skipped")
-        try:
-            parsed = parse(source, data)
-        except ParseError as exc:
-            return self.fail(source, exc.reason, sha)
-        chunks = split(parsed.elements, self.embedder.count_tokens, chunk_tokens=self.params["chunk_tokens"],
-                       overlap_tokens=self.params["overlap_tokens"], anchors=parsed.anchors)
-        if not chunks:
-            return self.fail(source, "no text found in the file", sha)
-        meta = {**parsed.meta, "ingest": self.params}
-        info = _info(source, sha, parsed.title, parsed.kind, meta)
-        old = self.old_vectors(doc)
-        texts = [self.embed_text(parsed.title, c) for c in chunks]
-        vectors = [old.get((parsed.title, c.heading_path, c.text)) for c in chunks]
-        self.pending.append(_Ready(info, chunks, texts, vectors))
-        if sum(v is None for r in self.pending for v in r.vectors) >= EMBED_BATCH_TEXTS:
+            while True:
+                try:
+                    item = q.get(timeout=0.05)
+                except queue.Empty:
+                    if self.needs() >= pool // IDLE_EMBED_FRACTION:
+                        self.flush()
+                    elif self.link:
+                        self.link.flush()
+                    continue
+                if item is None:
+                    break
+                if isinstance(item, tuple):
+                    self.state(item[1].rel_path, "parsing", size=item[1].size)
+                    self.emit("begin", item[1].rel_path)
+                    continue
+                self.accept(item)
+                if self.needs() >= pool:
+                    self.flush()
             self.flush()
+        finally:
+            abort.set()
+            while worker.is_alive():  # unblock a producer waiting on a full queue
+                try:
+                    q.get(timeout=0.1)
+                except queue.Empty:
+                    pass
+            if self.link:
+                self.link.flush(force=True)
 
-    def unchanged(self, doc: Document, source: SourceFile, sha: str) -> bool:
-        if doc.status != "ok" or doc.sha256 != sha or doc.root != str(source.root):
-            return False
-        try:
-            return json.loads(doc.meta or "{}").get("ingest") == self.params
-        except ValueError:
-            return False
+    def needs(self) -> int:
+        return sum(o.to_embed for o in self.pending)
 
-    def old_vectors(self, doc: Document | None) -> dict[tuple[str, str, str], np.ndarray]:
-        """Stored vectors of the document's current chunks, keyed by what was embedded."""
-        if doc is None or doc.status != "ok" or self.coll.embedder != self.embedder.name:
-            return {}
-        with self.store.session() as s:
-            rows = s.exec(select(Chunk.heading_path, Chunk.text, Chunk.embedding).where(Chunk.document_id == doc.id)).all()
-        return {(doc.title, h, t): np.frombuffer(e, dtype=np.float32) for h, t, e in rows}
-
-    def embed_text(self, title: str, chunk: NewChunk) -> str:
-        """The chunk as embedded: title and heading path first, when they fit the model's window."""
-        context = HEADING_SEP.join(x for x in (title, chunk.heading_path) if x)
-        room = self.max_seq - 2 - chunk.n_tokens
-        if context and self.embedder.count_tokens(context) + 2 > room:
-            context = title if title and self.embedder.count_tokens(title) + 2 <= room else ""
-        return f"{context}\n\n{chunk.text}" if context else chunk.text
+    def accept(self, o: Outcome) -> None:
+        path, size = o.source.rel_path, o.source.size
+        if o.status == "unchanged":
+            self.report.files_skipped += 1
+            self.state(path, "skipped", "unchanged", size=size)
+            self.finished(path, "skipped")
+        elif o.status == "done-before":
+            self.report.files_ingested += 1
+            self.report.chunks_written += o.n_chunks
+            self.state(path, "done", None, o.n_chunks, size)
+            self.finished(path, "ingested")
+        elif o.status == "ignored":
+            self.ignore(path, o.reason or "skipped", size)
+        elif o.status == "failed":
+            self.fail(path, o.source.root, o.reason or "failed", o.sha, size, o.source.mtime)
+        else:
+            self.state(path, "embedding", size=size)
+            self.pending.append(o)
 
     def flush(self) -> None:
-        """Embed what the pending files need in one call, then write each file in its own transaction."""
-        if not self.pending:
-            return
+        """Embed what the pending files need in one call (each distinct text once), then write the
+        files in one transaction."""
         batch, self.pending = self.pending, []
-        todo = [t for r in batch for t, v in zip(r.texts, r.vectors) if v is None]
-        fresh = iter(self.embedder.embed(todo)) if todo else iter(())
-        self.report.chunks_embedded += len(todo)
-        for ready in batch:
-            vectors = np.stack([v if v is not None else next(fresh) for v in ready.vectors]).astype(np.float32)
-            self.store.write_document(self.coll, ready.info, ready.chunks, vectors)
+        failed, self.failed_writes = self.failed_writes, []
+        if not batch and not failed:
+            return
+        unique: dict[str, int] = {}
+        for o in batch:
+            for t, v in zip(o.texts, o.vectors):
+                if v is None and t not in unique:
+                    unique[t] = len(unique)
+        started = time.perf_counter()
+        fresh = self.embedder.embed(list(unique)) if unique else np.zeros((0, self.coll.dim), np.float32)
+        self.report.embed_seconds += time.perf_counter() - started
+        self.report.chunks_embedded += len(unique)
+        writes = list(failed)
+        for o in batch:
+            vecs = np.stack([v if v is not None else fresh[unique[t]] for t, v in zip(o.texts, o.vectors)])
+            writes.append(DocumentWrite(o.info, o.chunks, vecs.astype(np.float32)))
+        self.store.write_documents(self.coll, writes)
+        for o in batch:
+            self.existing.pop(o.source.rel_path, None)
             self.report.files_ingested += 1
-            self.report.chunks_written += len(ready.chunks)
-            self.finished(ready.info.path, "ingested")
+            self.report.chunks_written += len(o.chunks)
+            if o.note:
+                self.report.notes.append(FileIssue(o.source.rel_path, o.note))
+            self.state(o.source.rel_path, "done", o.note, len(o.chunks), o.source.size)
+            self.finished(o.source.rel_path, "ingested")
 
-    def remove_vanished(self, root: Path, seen: set[str], written: set[str]) -> None:
-        for doc in self.existing.values():
-            if doc.root == str(root) and doc.path not in seen and doc.path not in written:
-                if self.store.delete_document(self.coll, doc.id):
-                    self.report.files_removed += 1
+    def remove(self, path: str) -> None:
+        doc = self.existing.get(path) or self.store.get_document(self.coll, path)
+        if doc is not None and self.store.delete_document(self.coll, doc.id):
+            self.report.files_removed += 1
+            self.state(path, "removed", "gone from the source")
+            self.emit("file", path, "removed")
 
-
-def _info(source: SourceFile, sha: str, title: str, kind: str, meta: dict[str, Any]) -> SourceInfo:
-    return SourceInfo(path=source.rel_path, root=str(source.root), title=title, kind=kind, sha256=sha,
-                      size=source.size, mtime=source.mtime, meta=meta)
+    def remove_vanished(self, root: Path, keep: set[str]) -> None:
+        for doc in list(self.existing.values()):
+            if doc.root == str(root) and doc.path not in keep:
+                self.remove(doc.path)
 
 
 def ingest_paths(
@@ -206,46 +272,69 @@ def ingest_paths(
     paths: Iterable[str | os.PathLike[str]],
     collection: str,
     *,
-    chunk_tokens: int = 200,
-    overlap_tokens: int = 32,
-    max_file_bytes: int = 50 * 1024 * 1024,
+    options: IngestOptions | None = None,
     progress: Progress | None = None,
+    link: JobLink | None = None,
+    **option_values: Any,
 ) -> IngestReport:
-    """Bring a collection up to date with the files under paths (folders or single files)."""
+    """Bring a collection up to date with the files under paths (folders or single files).
+
+    option_values are IngestOptions fields (chunk_tokens=..., max_file_bytes=...) when no options
+    object is given.
+    """
     started = time.perf_counter()
+    options = options or IngestOptions(**option_values)
     paths = list(paths)
     for p in paths:
         if not Path(p).expanduser().exists():
             raise FileNotFoundError(f"no such file or folder: {p}")
-    coll = store.ensure_collection(collection, embedder.name, embedder.dim)
-    params = {"chunk_tokens": chunk_tokens, "overlap_tokens": overlap_tokens, "embedder": embedder.name,
-              "version": PIPELINE_VERSION}
-    run = _Run(store, embedder, coll, params, max_file_bytes, progress)
-    walked = [(resolve_root(p), list(walk(p))) for p in paths]
-    run.total = run.report.files_seen = sum(len(files) for _, files in walked)
-    if progress:
-        progress(ProgressEvent("start", run.total, 0))
-    written: dict[str, Path] = {}
+    coll = open_collection(store, embedder, collection)
+    scans = [scan(p, use_git=options.use_git, exclude=options.exclude) for p in paths]
+    run = _Run(store, embedder, coll, options, progress, link)
     try:
-        for _, files in walked:
-            for source in files:
-                if source.rel_path in written and written[source.rel_path] != source.root:
-                    # Two roots hold the same relative path: the store keys documents by it.
-                    run.report.files_failed += 1
-                    run.report.failures.append(FileIssue(
-                        source.rel_path, f"same path as a file under {written[source.rel_path]}; ingest "
-                                         "the two folders into different collections"))
-                    run.finished(source.rel_path, "failed")
-                    continue
-                written[source.rel_path] = source.root
-                run.handle(source)
-        run.flush()
-        for root, files in walked:
-            if root.is_dir():
-                run.remove_vanished(root, {f.rel_path for f in files}, set(written))
+        run.sync(scans)
     finally:
-        store.save_vectors(coll)
+        store.save_vectors(store.require_collection(collection))
     run.report.seconds = round(time.perf_counter() - started, 3)
-    if progress:
-        progress(ProgressEvent("done", run.total, run.completed))
+    run.report.embed_seconds = round(run.report.embed_seconds, 3)
+    run.emit("done")
+    return run.report
+
+
+def sync_changes(
+    store: Store,
+    embedder: EmbedderLike,
+    root: str | os.PathLike[str],
+    collection: str,
+    changed: Iterable[str],
+    removed: Iterable[str],
+    *,
+    options: IngestOptions | None = None,
+    progress: Progress | None = None,
+) -> IngestReport:
+    """Apply a watcher's batch: re-ingest changed files of root (relative paths), drop removed ones.
+
+    Only the named files are read, so a change in a large folder is reflected in about the time its
+    own file takes to embed.
+    """
+    started = time.perf_counter()
+    options = options or IngestOptions()
+    coll = open_collection(store, embedder, collection)
+    base = Path(root).expanduser().resolve()
+    full = scan(base, use_git=options.use_git, exclude=options.exclude)
+    wanted = set(changed)
+    part = Scan(full.root, False, [f for f in full.files if f.rel_path in wanted],
+                [p for p in full.problems if p.rel_path in wanted], full.git)
+    present = {f.rel_path for f in full.files} | {p.rel_path for p in full.problems}
+    known = [d.path for d in store.list_documents(coll) if d.root == str(full.root)]
+    gone: set[str] = set()
+    for rel in set(removed) | (wanted - present):  # changed but no longer listed: deleted meanwhile, or excluded
+        if rel not in present:
+            gone.update(p for p in known if (p == rel or p.startswith(rel + "/")) and p not in present)
+    run = _Run(store, embedder, coll, options, progress, None)
+    try:
+        run.sync([part], removals=sorted(gone))
+    finally:
+        store.save_vectors(store.require_collection(collection))
+    run.report.seconds = round(time.perf_counter() - started, 3)
     return run.report

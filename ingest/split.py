@@ -5,6 +5,10 @@ at most `chunk_tokens` tokens from whole sentences (code: whole lines), and cons
 section share up to `overlap_tokens` tokens of trailing sentences. A sentence longer than a chunk is
 cut between words, and only a single word longer than a chunk is cut inside it. Each chunk keeps its
 heading path ("A › B"), an anchor to link to, its first page and its line range.
+
+Code elements that belong to a unit (a function, a method, a class header: see `ingest.code`) form
+a section of their own: a unit is never mixed with another in one chunk, a long one is cut only
+between its statements (elements), with no overlap, and its chunks carry the unit's symbol.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
 
 from indexes.store import NewChunk
-from ingest.parse import Element
+from ingest.elements import Element
 
 CountTokens = Callable[[str], int]
 HEADING_SEP = " › "
@@ -45,6 +49,8 @@ class Section:
     path: str
     anchor: str
     pieces: list[Piece] = field(default_factory=list)
+    symbol: str = ""
+    code_unit: bool = False  # a unit of code: packed alone, without overlap
 
     @property
     def body_tokens(self) -> int:
@@ -90,20 +96,36 @@ def split(
     overlap_tokens = max(0, min(overlap_tokens, chunk_tokens // 2))
     # Parts of an over-long sentence leave room for the overlap that precedes them.
     part_budget = chunk_tokens - overlap_tokens if chunk_tokens - overlap_tokens >= 8 else chunk_tokens
-    sections = merge_small(list(_sections(elements, count_tokens, part_budget)), chunk_tokens)
+    sections = merge_small(list(_sections(elements, count_tokens, part_budget, chunk_tokens)), chunk_tokens)
     chunks: list[NewChunk] = []
     for section in sections:
-        for pieces, text, n in _pack(section.pieces, count_tokens, chunk_tokens, overlap_tokens):
+        overlap = 0 if section.code_unit else overlap_tokens
+        for pieces, text, n in _pack(section.pieces, count_tokens, chunk_tokens, overlap):
             chunks.append(_chunk(section, pieces, text, n, anchors))
     return chunks
 
 
-def _sections(elements: list[Element], count: CountTokens, budget: int) -> Iterator[Section]:
+def _sections(elements: list[Element], count: CountTokens, budget: int, unit_budget: int) -> Iterator[Section]:
     stack: list[tuple[int, str]] = []
     seen_slugs: dict[str, int] = {}
     section = Section("", "")
     previous_kind = ""
+    unit: int | None = None
+    last_line: int | None = None
     for el in elements:
+        if el.kind == "code" and el.unit is not None:
+            if el.unit != unit or not section.code_unit:
+                if section.pieces:
+                    yield section
+                section = Section(_path(stack), "", symbol=el.symbol, code_unit=True)
+                unit, last_line = el.unit, None
+            gap = last_line is not None and el.line_start is not None and el.line_start > last_line + 1
+            section.pieces.extend(_unit_pieces(el, count, unit_budget, "\n\n" if gap else "\n"))
+            last_line = el.line_end
+            continue
+        if section.code_unit:  # prose after code: back to the heading section it was in
+            yield section
+            section, unit = Section(_path(stack), ""), None
         if el.kind == "title" and el.heading_level is not None:
             if section.pieces:
                 yield section
@@ -114,7 +136,8 @@ def _sections(elements: list[Element], count: CountTokens, budget: int) -> Itera
             base = slugify(title)
             n = seen_slugs.get(base, 0)
             seen_slugs[base] = n + 1
-            section = Section(HEADING_SEP.join(t for _, t in stack), base if n == 0 else f"{base}-{n}")
+            anchor = el.anchor or (base if n == 0 else f"{base}-{n}")
+            section = Section(_path(stack), anchor)
             section.pieces.extend(_pieces(Element(title, "title", el.page), count, budget, "\n\n", heading=True))
             previous_kind = "title"
             continue
@@ -123,6 +146,18 @@ def _sections(elements: list[Element], count: CountTokens, budget: int) -> Itera
         previous_kind = el.kind
     if section.pieces:
         yield section
+
+
+def _path(stack: list[tuple[int, str]]) -> str:
+    return HEADING_SEP.join(t for _, t in stack)
+
+
+def _unit_pieces(el: Element, count: CountTokens, budget: int, sep: str) -> list[Piece]:
+    """A statement of a code unit as one piece, or line by line when it is longer than a chunk."""
+    n = count(el.text)
+    if n <= budget:
+        return [Piece(el.text, n, sep, el.page, el.line_start, el.line_end, code=True)]
+    return _pieces(el, count, budget, sep)
 
 
 def merge_small(sections: list[Section], budget: int) -> list[Section]:
@@ -135,7 +170,9 @@ def merge_small(sections: list[Section], budget: int) -> list[Section]:
     out: list[Section] = []
     for sec in sections:
         prev = out[-1] if out else None
-        if prev is not None and prev.body_tokens == 0:
+        if prev is not None and (prev.code_unit or sec.code_unit):
+            out.append(sec)
+        elif prev is not None and prev.body_tokens == 0:
             out[-1] = Section(sec.path, sec.anchor, prev.pieces + sec.pieces)
         elif prev is not None and prev.body_tokens < small and prev.tokens + sec.tokens <= budget:
             prev.pieces.extend(sec.pieces)
@@ -296,5 +333,6 @@ def _chunk(section: Section, pieces: list[Piece], text: str, n: int, anchors: st
         page=page,
         line_start=line_start,
         line_end=line_end,
+        symbol=section.symbol,
         n_tokens=n,
     )

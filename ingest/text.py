@@ -24,20 +24,26 @@ def looks_binary(data: bytes) -> bool:
 
 
 def decode_text(data: bytes) -> str:
-    """Bytes as text: UTF-8 (with or without BOM), UTF-16/32 by BOM, else a detected legacy charset.
+    """Bytes as text (see `decode_text_info`)."""
+    return decode_text_info(data)[0]
 
-    Files written on older systems (Windows-1252, Shift-JIS, EUC-KR, Windows-1251...) are common in
-    document folders. charset_normalizer tells scripts apart well (Cyrillic, Greek, CJK) but not the
-    Latin code pages from each other on short texts, so Latin-script text is read as Windows-1252,
-    the usual one (and the WHATWG default for Western text). A decoding that still holds control
-    characters is refused rather than indexed as noise.
+
+def decode_text_info(data: bytes) -> tuple[str, str]:
+    """Bytes as text, and the encoding that read them ('utf-8' for UTF-8 with or without BOM).
+
+    UTF-8 (with or without BOM), UTF-16/32 by BOM, else a detected legacy charset: files written on
+    older systems (Windows-1252, Shift-JIS, EUC-KR, Windows-1251...) are common in document folders.
+    charset_normalizer tells scripts apart well (Cyrillic, Greek, CJK) but not the Latin code pages
+    from each other on short texts, so Latin-script text is read as Windows-1252, the usual one (and
+    the WHATWG default for Western text). A decoding that still holds control characters is refused
+    rather than indexed as noise.
     """
     if data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
-        return data.decode("utf-32")
+        return data.decode("utf-32"), "utf-32"
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return data.decode("utf-16")
+        return data.decode("utf-16"), "utf-16"
     try:
-        return data.decode("utf-8-sig")
+        return data.decode("utf-8-sig"), "utf-8"
     except UnicodeDecodeError:
         pass
     from charset_normalizer import from_bytes
@@ -45,15 +51,15 @@ def decode_text(data: bytes) -> str:
     best = from_bytes(data).best()
     if best is None or best.encoding in {"utf_8", "ascii"}:
         raise TextDecodeError("not valid UTF-8 text, and no other text encoding fits")
-    text = str(best)
+    text, encoding = str(best), best.encoding
     if _latin_only(text):
         try:
-            text = data.decode("cp1252")
+            text, encoding = data.decode("cp1252"), "cp1252"
         except UnicodeDecodeError:
             pass
     if len(_CONTROL.findall(text)) > max(2, len(text) // 1000):
         raise TextDecodeError(f"not valid UTF-8 text (as {best.encoding} it reads as control characters)")
-    return text
+    return text, codecs.lookup(encoding).name
 
 
 def _latin_only(text: str) -> bool:

@@ -32,15 +32,15 @@ def test_ingest_json_report_and_store(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout)  # one JSON object, nothing else on stdout
     assert report["collection"] == "notes"
-    assert (report["files_seen"], report["files_ingested"], report["files_failed"]) == (3, 2, 1)
-    assert report["failures"] == [{"path": "empty.md", "reason": "empty file"}]
+    assert (report["files_seen"], report["files_ingested"], report["files_ignored"]) == (3, 2, 1)
+    assert report["ignored"] == [{"path": "empty.md", "reason": "empty file"}]
     assert report["chunks_written"] == report["chunks_embedded"] == 2
 
     store = Store(data)
     try:
         coll = store.require_collection("notes")
         assert store.counts(coll) == (2, 2)
-        assert {d.path: d.status for d in store.list_documents(coll)} == {"a.md": "ok", "b.txt": "ok", "empty.md": "failed"}
+        assert {d.path: d.status for d in store.list_documents(coll)} == {"a.md": "ok", "b.txt": "ok"}
     finally:
         store.close()
 
@@ -62,3 +62,23 @@ def test_bad_input_exits_non_zero_with_a_message(tmp_path, args, message):
     assert out.returncode == 2
     assert message in out.stderr
     assert not (tmp_path / "data" / "store.db").exists()
+
+
+@pytest.mark.slow
+def test_enqueue_then_worker_then_jobs(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Alpha\n\nThe alpha team ships the release every second Thursday.\n")
+    data = tmp_path / "data"
+    out = assistant("ingest", str(docs), "-c", "queued", "--enqueue", "--json", "--data-dir", str(data), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    job_id = json.loads(out.stdout)["job"]
+    shown = json.loads(assistant("jobs", str(job_id), "--json", "--data-dir", str(data), cwd=tmp_path).stdout)
+    assert shown["status"] == "pending" and shown["params"]["paths"] == [str(docs.resolve())]
+
+    out = assistant("worker", "--once", "--data-dir", str(data), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    shown = json.loads(assistant("jobs", str(job_id), "--json", "--data-dir", str(data), cwd=tmp_path).stdout)
+    assert (shown["status"], shown["files_ingested"], shown["chunks"]) == ("done", 1, 1)
+    listed = assistant("jobs", "--data-dir", str(data), cwd=tmp_path).stdout
+    assert f"{job_id}  done" in listed and "queued" in listed

@@ -114,10 +114,14 @@ def test_code_keeps_line_numbers(tmp_path):
     code = "import os\n\n\ndef f(x):\n    return x\n\nclass A:\n    pass\n"
     parsed = parse(write(tmp_path, "m.py", code))
     assert parsed.kind == "py" and parsed.anchors == "lines"
-    assert [(e.kind, e.line_start, e.line_end) for e in parsed.elements] == [
-        ("code", 1, 1), ("code", 4, 5), ("code", 7, 8),
+    # one unit per definition, each cut into its header and its statements, with their lines
+    assert [(e.symbol, e.unit, e.line_start, e.line_end) for e in parsed.elements] == [
+        ("", 0, 1, 1), ("f", 1, 4, 4), ("f", 1, 5, 5), ("A", 2, 7, 7), ("A", 2, 8, 8),
     ]
-    assert parsed.elements[1].text == "def f(x):\n    return x"
+    assert [e.text for e in parsed.elements[1:3]] == ["def f(x):", "    return x"]
+    # an unknown language falls back to blocks separated by blank lines
+    blocks = parse(write(tmp_path, "run.sh", "echo one\necho two\n\necho three\n"))
+    assert [(e.symbol, e.unit, e.line_start, e.line_end) for e in blocks.elements] == [("", None, 1, 2), ("", None, 4, 4)]
 
 
 def test_plain_text_paragraphs_with_lines(tmp_path):

@@ -120,17 +120,18 @@ def test_messy_docs_and_bad_files_never_abort_the_run(tmp_path, store, embedder)
 
     report = ingest_paths(store, embedder, [root], "messy")
     assert report.files_seen == 23
-    assert report.files_ingested + report.files_failed == 23
+    assert report.files_ingested + report.files_failed + report.files_ignored == 23
     reasons = {f.path: f.reason for f in report.failures}
     assert reasons["password.pdf"] == "password-protected or encrypted PDF"
-    assert reasons["blob.bin"].startswith("binary file")
-    assert reasons["empty.md"] == "empty file"
-    assert all(r.strip() for r in reasons.values())
+    left_out = {f.path: f.reason for f in report.ignored}
+    assert left_out["blob.bin"].startswith("binary file")
+    assert left_out["empty.md"] == "empty file"
+    assert all(r.strip() for r in [*reasons.values(), *left_out.values()])
     assert report.files_ingested >= 18
 
     coll = store.require_collection("messy")
     docs = {d.path: d for d in store.list_documents(coll)}
-    assert len(docs) == 23
+    assert len(docs) == 23 - len(left_out)  # files left out on purpose get no document
     for path, reason in reasons.items():
         assert docs[path].status == "failed" and docs[path].error == reason and docs[path].n_chunks == 0
     assert docs["notes.md"].status == "ok" and docs["notes.md"].title == "Notes"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,68 @@ def test_single_file_and_several_roots(tmp_path):
     assert [f.rel_path for f in walk_all([one, tmp_path / "y"])] == ["one.md", "two.md"]
     with pytest.raises(FileNotFoundError):
         list(walk(tmp_path / "nope"))
+
+
+def git(cwd: Path, *args: str) -> str:
+    import subprocess
+
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.org"}
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True, env=env).stdout.strip()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_git_checkout_honours_gitignore_and_records_the_commit(tmp_path):
+    from ingest.sources import scan
+
+    repo = tmp_path / "repo"
+    touch(repo / "src" / "app.py", "print(1)\n")
+    touch(repo / ".gitignore", "secrets/\n*.log\n")
+    touch(repo / "secrets" / "key.txt")
+    touch(repo / "debug.log")
+    touch(repo / "vendor" / "lib.js")  # vendored: left out by the defaults
+    touch(repo / "web" / "app.min.js")  # generated
+    touch(repo / "README.md")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "first")
+    touch(repo / "notes.md", "untracked but not ignored\n")
+    result = scan(repo)
+    assert [f.rel_path for f in result.files] == ["README.md", "notes.md", "src/app.py"]
+    assert result.git == {"commit": git(repo, "rev-parse", "HEAD"), "branch": "main"}
+    # a sub-folder of the checkout: paths relative to it, same commit
+    sub = scan(repo / "src")
+    assert [f.rel_path for f in sub.files] == ["app.py"] and sub.git == result.git
+
+
+def test_gitignore_without_git_and_default_excludes(tmp_path, monkeypatch):
+    from ingest import gitrepo
+    from ingest.sources import scan
+
+    monkeypatch.setattr(gitrepo, "_git", lambda *a, **k: None)  # as on a machine without git
+    touch(tmp_path / ".gitignore", "*.tmp\nbuildinfo/\n")
+    touch(tmp_path / "docs" / ".gitignore", "drafts/\n!keep.tmp\n")
+    for name in ("a.md", "x.tmp", "buildinfo/b.md", "docs/c.md", "docs/drafts/d.md", "docs/keep.tmp",
+                 "node_modules/m.js", "package-lock.json", "dist/bundle.js", "proto/x_pb2.py"):
+        touch(tmp_path / name)
+    assert [f.rel_path for f in scan(tmp_path).files] == ["a.md", "docs/c.md", "docs/keep.tmp"]
+    # exclude=[] leaves out nothing but what .gitignore says
+    assert "dist/bundle.js" in {f.rel_path for f in scan(tmp_path, exclude=[]).files}
+
+
+def test_entries_that_cannot_be_read_are_reported(tmp_path):
+    from ingest.sources import scan
+
+    touch(tmp_path / "ok.md")
+    os.symlink(tmp_path / "self", tmp_path / "self")  # a link to itself
+    os.symlink(tmp_path / "missing.md", tmp_path / "broken.md")
+    os.symlink(tmp_path, tmp_path / "up")  # a folder link (a loop if it were followed)
+    os.mkfifo(tmp_path / "pipe")
+    result = scan(tmp_path)
+    assert [f.rel_path for f in result.files] == ["ok.md"]
+    assert {(p.rel_path, p.state, p.reason) for p in result.problems} == {
+        ("self", "failed", "symbolic link loop"),
+        ("broken.md", "failed", "broken symbolic link (its target does not exist)"),
+        ("up", "skipped", "link to a folder (not followed)"),
+        ("pipe", "skipped", "not a regular file (FIFO)"),
+    }

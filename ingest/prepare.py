@@ -1,0 +1,212 @@
+"""One file, from bytes to chunks ready to embed: the work that runs beside the embedder.
+
+`Preparer.prepare()` reads a file, hashes it, and decides: unchanged (skipped without parsing),
+left out on purpose (binary, empty, generated, a type the settings exclude), failed with a reason,
+or parsed and split into chunks, with the vectors of unchanged chunks taken from the store so only
+new text is embedded. It never raises for anything a file contains.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+import numpy as np
+from sqlmodel import select
+
+from indexes.models import Chunk, Collection, Document
+from indexes.store import NewChunk, SourceInfo, Store
+from ingest.parse import ParseError, file_type, parse
+from ingest.sources import SourceFile
+from ingest.split import HEADING_SEP, split
+
+
+class EmbedderLike(Protocol):
+    name: str
+    dim: int
+
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """How files are chosen and chunked. exclude None = the default vendored/generated patterns."""
+
+    chunk_tokens: int = 200
+    overlap_tokens: int = 32
+    max_file_bytes: int = 50 * 1024 * 1024
+    file_types: frozenset[str] = frozenset()  # accepted types ('.md', 'makefile'); empty = all
+    exclude: tuple[str, ...] | None = None
+    use_git: bool = True
+    embed_pool: int = 1024  # chunk texts gathered (across files) before one embedding call
+
+    def params(self, embedder_name: str, version: int) -> dict[str, Any]:
+        """What decides a file's chunks: a file ingested under other params is redone."""
+        return {"chunk_tokens": self.chunk_tokens, "overlap_tokens": self.overlap_tokens,
+                "embedder": embedder_name, "version": version}
+
+
+@dataclass
+class Outcome:
+    """What became of one file. status: ready | unchanged | done-before | ignored | failed."""
+
+    source: SourceFile
+    status: str
+    reason: str | None = None
+    sha: str = ""
+    info: SourceInfo | None = None
+    chunks: list[NewChunk] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)  # what is embedded for each chunk
+    vectors: list[np.ndarray | None] = field(default_factory=list)  # reused vectors; None = to embed
+    n_chunks: int = 0
+    note: str | None = None
+
+    @property
+    def to_embed(self) -> int:
+        return sum(v is None for v in self.vectors)
+
+
+class TokenCounter:
+    """Counts tokens as the embedder does, with a tokenizer of its own.
+
+    A Hugging Face fast tokenizer keeps its padding and truncation settings in shared state, so
+    counting tokens in the parsing thread with the embedder's own tokenizer while it encodes a batch
+    in another thread breaks that batch. Loading the tokenizer alone is also much faster than loading
+    the model, which a run with nothing to embed never needs.
+    """
+
+    _cache: dict[str, Any] = {}  # model path -> its tokenizer, loaded once per process
+    _lock = threading.Lock()
+
+    def __init__(self, embedder: EmbedderLike) -> None:
+        self.embedder = embedder
+        self._tokenizer = None
+
+    @property
+    def tokenizer(self):
+        if self._tokenizer is None:
+            key = str(getattr(self.embedder, "model_path", id(self.embedder)))
+            with self._lock:
+                if key not in self._cache:
+                    self._cache[key] = self._load()
+                self._tokenizer = self._cache[key]
+        return self._tokenizer
+
+    def _load(self):
+        path = getattr(self.embedder, "model_path", None)
+        if path is not None:
+            try:
+                from transformers import AutoTokenizer
+
+                tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+                tok.model_max_length = 1_000_000_000  # counting only: no "sequence too long" warnings
+                return tok
+            except (OSError, ValueError, ImportError):
+                pass
+        return copy.deepcopy(self.embedder.tokenizer)
+
+    def __call__(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False, truncation=False)["input_ids"])
+
+
+def source_info(source: SourceFile, sha: str, title: str, kind: str, meta: dict[str, Any]) -> SourceInfo:
+    return SourceInfo(path=source.rel_path, root=str(source.root), title=title, kind=kind, sha256=sha,
+                      size=source.size, mtime=source.mtime, meta=meta)
+
+
+class Preparer:
+    """Per-file work of one run; safe to call from a thread other than the one that writes."""
+
+    def __init__(self, store: Store, embedder: EmbedderLike, coll: Collection, options: IngestOptions,
+                 params: dict[str, Any], existing: dict[str, Document], job_id: int | None,
+                 git: Callable[[SourceFile], dict | None] = lambda s: None) -> None:
+        self.store, self.embedder, self.coll, self.options = store, embedder, coll, options
+        self.params, self.existing, self.job_id, self.git = params, existing, job_id, git
+        self.max_seq = int(getattr(embedder, "max_seq_length", 256))
+        self.count_tokens = TokenCounter(embedder) if hasattr(embedder, "model_path") else embedder.count_tokens
+        # a renamed or copied file finds its vectors under its content hash
+        self.by_sha = {d.sha256: d for d in existing.values() if d.status == "ok" and d.sha256}
+
+    def prepare(self, source: SourceFile) -> Outcome:
+        try:
+            return self._prepare(source)
+        except Exception as exc:  # a bug on one odd file must not stop the others
+            return Outcome(source, "failed", f"internal error: {type(exc).__name__}: {str(exc)[:300]}")
+
+    def _prepare(self, source: SourceFile) -> Outcome:
+        opts = self.options
+        if opts.file_types and file_type(source) not in opts.file_types:
+            return Outcome(source, "ignored", f"type {file_type(source)} is not in the accepted file types")
+        if source.size > opts.max_file_bytes:
+            mb = 1024 * 1024
+            return Outcome(source, "failed", f"file too large ({source.size / mb:.1f} MB; the limit is "
+                                             f"{opts.max_file_bytes / mb:.1f} MB)")
+        try:
+            data = source.abs_path.read_bytes()
+        except OSError as exc:
+            return Outcome(source, "failed", f"cannot read the file ({exc.strerror or exc})")
+        sha = hashlib.sha256(data).hexdigest()
+        doc = self.existing.get(source.rel_path)
+        if doc is not None and self.unchanged(doc, source, sha):
+            meta = _meta(doc)
+            if self.job_id is not None and meta.get("job") == self.job_id:
+                # written by this job before its worker stopped: it counts as done, not unchanged
+                return Outcome(source, "done-before", sha=sha, n_chunks=doc.n_chunks)
+            return Outcome(source, "unchanged", "unchanged", sha=sha)
+        try:
+            parsed = parse(source, data)
+        except ParseError as exc:
+            return Outcome(source, "ignored" if exc.skip else "failed", exc.reason, sha=sha)
+        opts = self.options
+        chunks = split(parsed.elements, self.count_tokens, chunk_tokens=opts.chunk_tokens,
+                       overlap_tokens=opts.overlap_tokens, anchors=parsed.anchors)
+        if not chunks:
+            return Outcome(source, "failed", "no text found in the file", sha=sha)
+        meta = {**parsed.meta, "ingest": self.params}
+        if self.job_id is not None:
+            meta["job"] = self.job_id
+        git = self.git(source)
+        if git:
+            meta["git"] = git
+        info = source_info(source, sha, parsed.title, parsed.kind, meta)
+        old = self.old_vectors(doc if doc is not None and doc.status == "ok" else self.by_sha.get(sha))
+        texts = [self.embed_text(parsed.title, c) for c in chunks]
+        vectors = [old.get((parsed.title, c.heading_path, c.symbol, c.text)) for c in chunks]
+        return Outcome(source, "ready", sha=sha, info=info, chunks=chunks, texts=texts, vectors=vectors,
+                       n_chunks=len(chunks), note=parsed.note)
+
+    def unchanged(self, doc: Document, source: SourceFile, sha: str) -> bool:
+        if doc.status != "ok" or doc.sha256 != sha or doc.root != str(source.root):
+            return False
+        return _meta(doc).get("ingest") == self.params
+
+    def old_vectors(self, doc: Document | None) -> dict[tuple[str, str, str, str], np.ndarray]:
+        """Stored vectors of the document's current chunks, keyed by what was embedded."""
+        if doc is None or doc.status != "ok" or self.coll.embedder != self.embedder.name:
+            return {}
+        with self.store.session() as s:
+            rows = s.exec(select(Chunk.heading_path, Chunk.symbol, Chunk.text, Chunk.embedding)
+                          .where(Chunk.document_id == doc.id)).all()
+        return {(doc.title, h, y, t): np.frombuffer(e, dtype=np.float32) for h, y, t, e in rows}
+
+    def embed_text(self, title: str, chunk: NewChunk) -> str:
+        """The chunk as embedded: title, heading path and symbol first, when they fit the model's window."""
+        context = HEADING_SEP.join(x for x in (title, chunk.heading_path, chunk.symbol) if x)
+        room = self.max_seq - 2 - chunk.n_tokens
+        if context and self.count_tokens(context) + 2 > room:
+            context = title if title and self.count_tokens(title) + 2 <= room else ""
+        return f"{context}\n\n{chunk.text}" if context else chunk.text
+
+
+def _meta(doc: Document) -> dict[str, Any]:
+    try:
+        value = json.loads(doc.meta or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,141 @@
+"""`assistant worker`: the process that runs queued ingestion jobs.
+
+It claims the oldest job that needs a worker (pending, or running under a process that died), runs
+it with its file states recorded in the store, and closes it. Killed at any moment, it leaves a job
+that the next worker resumes. On start it checks that every collection's FAISS and FTS5 indexes agree
+with SQLite and repairs them when they do not. SIGTERM and SIGINT stop it cleanly: the running job is
+handed back to the queue after the files being written are committed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import threading
+from dataclasses import replace
+from typing import Any, Callable
+
+from indexes.maintenance import check_store, purge_collection
+from indexes.jobs import Jobs, worker_name
+from indexes.models import IngestJob
+from indexes.store import Store, StoreError
+from ingest.pipeline import JobLink, Progress, ingest_paths
+from ingest.prepare import IngestOptions
+
+log = logging.getLogger("ingest.worker")
+
+
+def options_from(settings: Any, overrides: dict[str, Any] | None = None) -> IngestOptions:
+    """Ingest options from the settings object (read by attribute), with a job's own overrides."""
+    ing = settings.ingest
+    exclude = tuple(ing.exclude) if ing.exclude is not None else None
+    options = IngestOptions(
+        chunk_tokens=ing.chunk_tokens, overlap_tokens=ing.overlap_tokens,
+        max_file_bytes=int(ing.max_file_mb * 1024 * 1024),
+        file_types=frozenset(t.lower() for t in ing.file_types), exclude=exclude, use_git=ing.use_git,
+        embed_pool=ing.embed_pool,
+    )
+    allowed = {"chunk_tokens", "overlap_tokens"}
+    values = {k: int(v) for k, v in (overrides or {}).items() if k in allowed and v is not None}
+    return replace(options, **values) if values else options
+
+
+def make_embedder(settings: Any):
+    """The configured embedder; its model loads on first use."""
+    from indexes.embed import Embedder
+
+    e = settings.embedder
+    return Embedder(e.model_path, batch_size=e.batch_size, max_seq_length=e.max_seq_length, dtype=e.dtype)
+
+
+class Worker:
+    """Claims and runs jobs from one store until stopped."""
+
+    def __init__(self, settings: Any, store: Store | None = None, *, name: str | None = None,
+                 progress: Callable[[IngestJob], Progress | None] | None = None) -> None:
+        self.settings = settings
+        self.store = store or Store(settings.data_dir)
+        self.jobs = Jobs(self.store.engine, stale_after_s=settings.ingest.worker_stale_s)
+        self.name = name or worker_name()
+        self.stop = threading.Event()
+        self.progress = progress
+        self._embedder = None
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            self._embedder = make_embedder(self.settings)
+        return self._embedder
+
+    def check(self) -> list[str]:
+        """Repair derived indexes that disagree with SQLite (after a crash); returns what was repaired."""
+        repairs = check_store(self.store)
+        for line in repairs:
+            log.warning("repaired: %s", line)
+        return repairs
+
+    def run(self, *, once: bool = False, parent: int | None = None) -> int:
+        """Run jobs until stopped (or, with once, until the queue is empty); returns jobs run."""
+        self.check()
+        poll = self.settings.ingest.worker_poll_s
+        ran = 0
+        while not self.stop.is_set():
+            if parent is not None and os.getppid() != parent:
+                log.info("the parent process is gone: stopping")
+                break
+            job = self.jobs.claim(self.name)
+            if job is None:
+                if once:
+                    break
+                self.stop.wait(poll)
+                continue
+            self.run_job(job)
+            ran += 1
+        return ran
+
+    def run_job(self, job: IngestJob) -> str:
+        """Run one claimed job to its end; returns the status it was closed with."""
+        params = json.loads(job.params or "{}")
+        log.info("job %s (%s) for %r: attempt %s", job.id, job.kind, job.collection, job.attempts)
+        link = JobLink(self.jobs, job.id, self.name, self.stop)
+        try:
+            if job.kind == "purge":
+                if not purge_collection(self.store, int(params["collection_id"]), stop=self.stop):
+                    self.jobs.release(job.id, self.name)
+                    return "pending"
+                report = None
+            else:
+                options = options_from(self.settings, params.get("options"))
+                progress = self.progress(job) if self.progress else None
+                report = ingest_paths(self.store, self.embedder, params.get("paths", []), job.collection,
+                                      options=options, link=link, progress=progress)
+        except (FileNotFoundError, NotADirectoryError, StoreError, ValueError) as exc:
+            return self._close(job, link, "failed", str(exc))
+        except Exception as exc:  # unexpected: the job fails with the reason, the worker goes on
+            log.exception("job %s failed", job.id)
+            return self._close(job, link, "failed", f"{type(exc).__name__}: {exc}")
+        if link.status == "lost":
+            return "lost"
+        if link.status == "cancelled":
+            return self._close(job, link, "cancelled")
+        if (report is not None and report.stopped) or self.stop.is_set():
+            self.jobs.release(job.id, self.name)
+            return "pending"
+        return self._close(job, link, "done")
+
+    def _close(self, job: IngestJob, link: JobLink, status: str, error: str | None = None) -> str:
+        current = self.jobs.get(job.id)
+        if current is not None and current.status == "cancelled":
+            status = "cancelled"
+        self.jobs.finish(job.id, self.name, status, error)
+        return status
+
+    def install_signal_handlers(self) -> None:
+        def handler(signum, _frame) -> None:
+            log.info("signal %s: finishing the files being written, then stopping", signum)
+            self.stop.set()
+
+        signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
