@@ -127,7 +127,12 @@ class VLLMProcess:
 
     @property
     def ready(self) -> bool:
-        return self._ready.is_set()
+        return self._ready.is_set() and self._alive()
+
+    def _alive(self) -> bool:
+        """The process is running (the supervisor may not have noticed a death yet)."""
+        proc = self._proc
+        return proc is not None and proc.poll() is None
 
     def command(self) -> list[str]:
         return build_command(self.cfg, self.port)
@@ -153,11 +158,12 @@ class VLLMProcess:
         goes on restarting it in the background).
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._ready.wait(0.2):
+        while not (self._ready.wait(0.2) and self._alive()):
             if self._stopping.is_set() or (deadline is not None and time.monotonic() > deadline):
                 return False
             if give_up_on_exit and self.state == "restarting":
                 return False
+            time.sleep(0.05)  # a dead process whose ready flag is not cleared yet
         return True
 
     def stop(self) -> None:
