@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
-import subprocess
-import sys
-import time
 
-import httpx
 import pytest
 
 from assistant.backends.base import create_backend
+from assistant.local_server import free_port  # noqa: F401  (re-exported for the tests)
 from assistant.settings import Settings
+from tests.support.llama_server import MODEL_ALIAS, LlamaServer
 
-SERVER_MODEL = "gemma-3-270m"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+SERVER_MODEL = MODEL_ALIAS
 
 
 @pytest.fixture(scope="session")
@@ -48,33 +38,12 @@ def llama(tmp_path_factory, gguf_path):
 def llama_server(gguf_path, tmp_path_factory):
     """`python -m llama_cpp.server` with the packaged GGUF on a free 127.0.0.1 port; its /v1 URL."""
     pytest.importorskip("sse_starlette", reason="the llama-cpp-python[server] extra is not installed")
-    port = free_port()
-    log = (tmp_path_factory.mktemp("llama-server") / "server.log").open("wb")
-    cmd = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path), "--host", "127.0.0.1",
-        "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--model_alias", SERVER_MODEL,
-    ]
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    url = f"http://127.0.0.1:{port}/v1"
+    server = LlamaServer(gguf_path, tmp_path_factory.mktemp("llama-server"), threads=2)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}; see {log.name}")
-            try:
-                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not become ready; see {log.name}")
-            time.sleep(0.25)
-        yield url
+        server.start()
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    try:
+        yield server.url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+        server.stop()

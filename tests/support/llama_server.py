@@ -18,8 +18,9 @@ MODEL_ALIAS = "gemma-3-270m"
 class LlamaServer:
     """One replica; stop() and start() again keep its port, as a restarted server would."""
 
-    def __init__(self, gguf: Path, log_dir: Path, port: int | None = None) -> None:
+    def __init__(self, gguf: Path, log_dir: Path, port: int | None = None, threads: int = 1) -> None:
         self.gguf = gguf
+        self.threads = threads
         self.port = port or free_port()
         self.log_path = log_dir / f"llama-server-{self.port}.log"
         self.proc: subprocess.Popen | None = None
@@ -31,7 +32,7 @@ class LlamaServer:
     def start(self, timeout_s: float = 120) -> "LlamaServer":
         cmd = [
             sys.executable, "-m", "llama_cpp.server", "--model", str(self.gguf), "--host", "127.0.0.1",
-            "--port", str(self.port), "--n_ctx", "2048", "--n_threads", "1", "--model_alias", MODEL_ALIAS,
+            "--port", str(self.port), "--n_ctx", "2048", "--n_threads", str(self.threads), "--model_alias", MODEL_ALIAS,
         ]  # fmt: skip
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
