@@ -58,7 +58,7 @@ class BatchingEmbedder:
         with self._lock:
             batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
         try:
-            vectors = self._embedder.embed([w.query for w in batch])
+            vectors = self._embedder.embed_queries([w.query for w in batch])
             for w, v in zip(batch, vectors):
                 w.vector = v
         except BaseException as exc:  # every caller of this batch sees the failure

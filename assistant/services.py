@@ -21,7 +21,10 @@ log = logging.getLogger(__name__)
 
 def make_embedder(settings: Settings) -> Embedder:
     e = settings.embedder
-    return Embedder(e.model_path, batch_size=e.batch_size, max_seq_length=e.max_seq_length, dtype=e.dtype, threads=e.threads)
+    return Embedder(
+        e.model_path, batch_size=e.batch_size, max_seq_length=e.max_seq_length, dtype=e.dtype, threads=e.threads,
+        query_runtime=e.query_runtime, query_threads=e.query_threads,
+    )
 
 
 def make_retriever(settings: Settings, store: Store, embedder: Embedder) -> Retriever:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from functools import cached_property
 from pathlib import Path
 
 import numpy as np
+
+logger = logging.getLogger(__name__)
 
 
 def default_model_path() -> Path:
@@ -29,7 +32,9 @@ class Embedder:
     """A sentence-transformers model on the CPU: normalized float32 vectors, batched.
 
     `dtype="auto"` uses bf16 where the CPU computes it natively (about 2x faster, cosine >= 0.999
-    against fp32) and fp32 elsewhere.
+    against fp32) and fp32 elsewhere. Queries go through ONNX Runtime where the model allows it
+    (`query_runtime`, see onnx_encoder.py): int8 by default, a fifth of torch's latency for one short
+    text, at no measured cost in retrieval quality (SciFact train nDCG@10 0.7407 against 0.7410).
     """
 
     def __init__(
@@ -40,6 +45,8 @@ class Embedder:
         max_seq_length: int = 256,
         dtype: str = "auto",
         threads: int | None = None,
+        query_runtime: str = "auto",
+        query_threads: int = 1,
     ) -> None:
         self.model_path = Path(model_path) if model_path else default_model_path()
         if not self.model_path.is_dir():
@@ -48,6 +55,10 @@ class Embedder:
         self.max_seq_length = max_seq_length
         self.dtype = ("bf16" if cpu_has_bf16() else "fp32") if dtype == "auto" else dtype
         self.threads = threads
+        if query_runtime not in ("auto", "onnx", "onnx-int8", "torch"):
+            raise ValueError(f"query_runtime must be auto, onnx, onnx-int8 or torch, not {query_runtime!r}")
+        self.query_runtime = query_runtime
+        self.query_threads = query_threads
 
     @property
     def name(self) -> str:
@@ -96,5 +107,28 @@ class Embedder:
         )
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
+    @cached_property
+    def query_encoder(self):
+        """The ONNX Runtime encoder for queries, or None where torch serves them (setting, or model refused)."""
+        if self.query_runtime == "torch":
+            return None
+        from indexes.onnx_encoder import OnnxQueryEncoder, UnsupportedModel
+
+        try:
+            return OnnxQueryEncoder(self.model_path, max_seq_length=self.max_seq_length, threads=self.query_threads,
+                                    int8=self.query_runtime in ("auto", "onnx-int8"))
+        except (ImportError, UnsupportedModel) as exc:
+            if self.query_runtime != "auto":
+                raise
+            logger.info("queries are embedded with torch: %s", exc)
+            return None
+
+    def embed_queries(self, queries: list[str]) -> np.ndarray:
+        """Embed questions (few, short texts) on the low-latency path; same vectors as `embed`, to ~1e-3."""
+        if not queries:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        encoder = self.query_encoder
+        return encoder.encode(queries) if encoder is not None else self.embed(queries)
+
     def embed_query(self, query: str) -> np.ndarray:
-        return self.embed([query])[0]
+        return self.embed_queries([query])[0]

@@ -117,7 +117,7 @@ class Retriever:
         self.drop_stopwords = drop_stopwords
         self.reranker = reranker  # anything with .scores(query, passages) -> list[float]
         self.rerank_candidates = rerank_candidates
-        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="bm25") if parallel else None
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="embed-query") if parallel else None
 
     # --- the stages ---------------------------------------------------------------------------
 
@@ -142,21 +142,24 @@ class Retriever:
         if not query or n <= 0:
             return out
 
-        # BM25 runs in a worker thread while the query is embedded and FAISS searched: SQLite,
-        # torch and FAISS all release the GIL, so the two halves overlap on two cores.
-        lexical_job = self._pool.submit(self._lexical, colls, query, n, flt) if self._pool else None
+        # The question is embedded in a worker thread while BM25 runs here: ONNX Runtime (or torch),
+        # SQLite and FAISS release the GIL, so the two halves overlap on two cores.
+        dense_colls = [c for c in colls if c.dim]
+        embedding = self._pool.submit(self.embedder.embed_query, query) if dense_colls and self._pool else None
+        lexical = self._lexical(colls, query, n, flt)
+        # Stored vectors of the BM25 candidates, read before the query vector is needed.
+        lexical_vecs = self.store.chunk_vectors([cid for cid, _ in lexical.top]) if dense_colls else {}
+        searches = [
+            (self.store.vector_index(c), self.store.allowed_chunk_ids(c.id, flt) if flt else None) for c in dense_colls
+        ]
         qvec = None
         dense: list[tuple[int, float]] = []
-        if any(c.dim for c in colls):
-            qvec = self.embedder.embed_query(query)
-            for coll in colls:
-                if not coll.dim:
-                    continue
-                allowed = self.store.allowed_chunk_ids(coll.id, flt) if flt else None
-                dense.extend(self.store.vector_index(coll).search(qvec, n, allowed=allowed))
+        if dense_colls:
+            qvec = embedding.result() if embedding is not None else self.embedder.embed_query(query)
+            for index, allowed in searches:
+                dense.extend(index.search(qvec, n, allowed=allowed))
             dense.sort(key=lambda t: (-t[1], t[0]))
             dense = dense[:n]
-        lexical = lexical_job.result() if lexical_job is not None else self._lexical(colls, query, n, flt)
 
         out.dense = [cid for cid, _ in dense]
         out.lexical = [cid for cid, _ in lexical.top]
@@ -164,10 +167,10 @@ class Retriever:
         out.dense_scores = dict(dense)
         out.lexical_scores = dict(lexical.top)
         # Every candidate gets both scores: exact cosine from its stored vector, BM25 from FTS5.
-        need_dense = [cid for cid in out.lexical if cid not in out.dense_scores]
-        if need_dense and qvec is not None:
-            vecs = self.store.chunk_vectors(need_dense)
-            out.dense_scores.update({cid: float(v @ qvec) for cid, v in vecs.items()})
+        if qvec is not None:
+            out.dense_scores.update(
+                {cid: float(v @ qvec) for cid, v in lexical_vecs.items() if cid not in out.dense_scores}
+            )
         unknown = []
         for cid in out.dense:
             if cid not in out.lexical_scores:

@@ -367,9 +367,12 @@ class Store:
 
     def vector_index(self, collection: Collection) -> VectorIndex:
         """The collection's FAISS index at the store's current generation (loaded or rebuilt)."""
-        with self.session() as s:
-            gen = s.exec(select(Collection.generation).where(Collection.id == collection.id)).one()
-        return self.vectors.get(collection.id, gen, collection.dim)
+        with self.engine.connect() as conn:
+            gen = conn.connection.driver_connection.execute(
+                "SELECT generation FROM collection WHERE id = ?", (collection.id,)).fetchone()
+        if gen is None:
+            raise StoreError(f"collection {collection.name!r} no longer exists")
+        return self.vectors.get(collection.id, gen[0], collection.dim)
 
     def save_vectors(self, collection: Collection) -> None:
         """Make sure the current FAISS index of the collection is on disk under its generation."""

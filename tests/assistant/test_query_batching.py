@@ -44,7 +44,7 @@ def test_a_lone_query_runs_at_once_and_failures_reach_the_caller(embedder):
     assert v.shape == (embedder.dim,) and batching.batches == 1
 
     class Broken:
-        def embed(self, texts):
+        def embed_queries(self, texts):
             raise RuntimeError("model unloaded")
 
     broken = BatchingEmbedder(Broken())
