@@ -111,6 +111,19 @@ def build_prompt(
     style = backend.prompt_style
     budget = backend.context_window - max_answer_tokens - margin
     count = backend.count_tokens
+    turns = clean_history(history)
+    whole = [source_block(n, hit) for n, hit in enumerate(hits, start=1)]
+    counted: dict[int, int] = {}  # sources kept -> prompt tokens; each count tokenizes the whole prompt
+
+    def tokens(m: int, kept: list[Message]) -> int:
+        if m not in counted:
+            counted[m] = count(render(style, whole[:m], kept, question))
+        return counted[m]
+
+    # The usual case costs one count: no history, and every source fits.
+    if not turns and budget > 0 and hits and tokens(len(hits), []) <= budget:
+        return _prompt(style, whole, hits, [], question, counted[len(hits)], budget, truncated=False)
+    counted.clear()
 
     bare = count(render(style, [], [], question))
     if budget <= 0 or bare > budget:
@@ -119,7 +132,6 @@ def build_prompt(
             f"(context window {backend.context_window} - answer {max_answer_tokens} - margin {margin})"
         )
 
-    turns = clean_history(history)
     kept: list[Message] = []
     for i in range(len(turns) - 1, -1, -1):
         trial = turns[i:]
@@ -129,31 +141,36 @@ def build_prompt(
             break
         kept = trial
 
-    blocks: list[str] = []
-    used: list[Hit] = []
+    # Prompt size grows with each source added, so the most sources that fit whole are found by
+    # bisection (log2(k) counts); the next source is then cut to fill what is left.
+    lo, hi = 0, len(hits)  # lo sources fit (none always do); hi is the most that might
+    if hits and tokens(hi, kept) <= budget:
+        lo = hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if tokens(mid, kept) <= budget:
+            lo = mid
+        else:
+            hi = mid
+    blocks, used = whole[:lo], list(hits[:lo])
     truncated = False
-    for hit in hits:
-        n = len(used) + 1
-        whole = source_block(n, hit)
-        n_tokens = count(render(style, [*blocks, whole], kept, question))
-        if n_tokens <= budget:
-            blocks.append(whole)
-            used.append(hit)
-            continue
-        cut = _cut_to_fit(style, blocks, kept, question, n, hit, budget, count)
+    if lo < len(hits):
+        cut = _cut_to_fit(style, blocks, kept, question, lo + 1, hits[lo], budget, count)
         if cut is not None:
             blocks.append(cut)
-            used.append(hit)
+            used.append(hits[lo])
             truncated = True
-        break
+    exact = counted[lo] if not truncated and lo in counted else count(render(style, blocks, kept, question))
+    return _prompt(style, blocks, used, kept, question, exact, budget, truncated)
 
-    messages = render(style, blocks, kept, question)
-    exact = count(messages)
-    if exact > budget:  # every step above was counted the same way: a failure here is a bug
+
+def _prompt(style: str, blocks: list[str], used: list[Hit], kept: list[Message], question: str, exact: int,
+            budget: int, truncated: bool) -> Prompt:
+    if exact > budget:  # every step was counted the same way: a failure here is a bug
         raise PromptTooLong(f"prompt of {exact} tokens exceeds the budget of {budget}")
     return Prompt(
-        messages=messages,
-        sources_used=used,
+        messages=render(style, blocks, kept, question),
+        sources_used=list(used),
         prompt_tokens=exact,
         stop=list(COMPLETION_STOP) if style == "completion" else [],
         budget=budget,

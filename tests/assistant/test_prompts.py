@@ -67,6 +67,27 @@ def test_fills_best_first_and_never_exceeds_the_budget(style, window):
         assert p.prompt_tokens > p.budget - 40
 
 
+class CountingEcho(EchoBackend):
+    """The echo backend, counting how often the whole prompt is tokenized (each is a full pass, or HTTP)."""
+
+    calls = 0
+
+    def count_tokens(self, messages):
+        self.calls += 1
+        return super().count_tokens(messages)
+
+
+def test_prompt_is_tokenized_once_when_every_source_fits_and_few_times_otherwise():
+    roomy = CountingEcho(context_window=8192)
+    hits = [hit(i) for i in range(8)]
+    p = build_prompt("Which fox jumps?", hits, roomy, 64, 8)
+    assert roomy.calls == 1 and p.sources_used == hits and not p.truncated
+    tight = CountingEcho(context_window=700)
+    p = build_prompt("Which fox jumps?", hits, tight, 64, 8)
+    assert 0 < len(p.sources_used) < len(hits) and p.prompt_tokens <= p.budget
+    assert tight.calls <= 1 + 1 + 3 + 12  # all, bare, bisection over 8, the cut's bisection
+
+
 def test_a_source_too_big_alone_is_cut_not_dropped():
     backend = EchoBackend(context_window=400)
     big = hit(0, n_words=2000)
