@@ -99,6 +99,11 @@ class VLLMSettings(BaseModel):
         default_factory=dict, description="environment for the vLLM process, e.g. {NCCL_P2P_LEVEL = \"NVL\", CUDA_VISIBLE_DEVICES = \"0,1\"}"
     )
     port: int = Field(0, ge=0, le=65535, description="loopback port for the vLLM server; 0 = a free one")
+    nice: int = Field(
+        0, ge=0, le=19, description="CPU priority given up by the vLLM process (os.nice): on a host where the engine "
+        "runs on the same few CPU cores as this server (vLLM's CPU backend), a few steps let each question's "
+        "retrieval run at once instead of waiting behind the engine; 0 on GPU hosts"
+    )
     start_timeout_s: float = Field(900.0, gt=0, description="how long a start may take before it counts as failed")
     stop_timeout_s: float = Field(20.0, gt=0, description="how long to wait after SIGTERM before SIGKILL")
     restart_backoff_s: float = Field(2.0, gt=0, description="first pause before restarting a process that died; doubles each time")

@@ -95,6 +95,18 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
         pass
 
 
+def _child_setup(nice: int):
+    """What runs in the child before exec: die with the parent, then lower its CPU priority by `nice`
+    (inherited by every process and thread vLLM starts)."""
+
+    def setup() -> None:  # pragma: no cover - runs in the child between fork and exec
+        _die_with_parent()
+        if nice:
+            os.nice(nice)
+
+    return setup
+
+
 class VLLMProcess:
     """One managed vLLM server. `start()` returns at once; `wait_ready()` blocks until it answers."""
 
@@ -210,7 +222,8 @@ class VLLMProcess:
             try:
                 self._proc = subprocess.Popen(
                     cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                    text=True, errors="replace", bufsize=1, start_new_session=True, preexec_fn=_die_with_parent,
+                    text=True, errors="replace", bufsize=1, start_new_session=True,
+                    preexec_fn=_child_setup(self.cfg.nice),
                 )  # fmt: skip
             except OSError as exc:
                 self.last_exit = None

@@ -8,12 +8,24 @@ import time
 
 import pytest
 
-from assistant.backends.vllm_process import VLLMProcess, build_command, build_env
+from assistant.backends.vllm_process import VLLMProcess, _child_setup, build_command, build_env
 from assistant.settings import Settings, VLLMSettings
 
 
 def flag_value(cmd: list[str], flag: str) -> str:
     return cmd[cmd.index(flag) + 1]
+
+
+def test_the_engine_process_gives_up_the_cpu_priority_asked():
+    """`vllm.nice` lowers the child's priority (and so of every process vLLM starts), not ours."""
+    import os
+    import subprocess
+
+    ours = os.nice(0)
+    probe = [sys.executable, "-c", "import os; print(os.nice(0))"]
+    assert int(subprocess.run(probe, preexec_fn=_child_setup(7), capture_output=True, text=True).stdout) == min(ours + 7, 19)
+    assert int(subprocess.run(probe, preexec_fn=_child_setup(0), capture_output=True, text=True).stdout) == ours
+    assert os.nice(0) == ours
 
 
 def test_command_line_carries_every_setting():
