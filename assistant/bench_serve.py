@@ -3,7 +3,10 @@
 A fixed set of questions goes, at each concurrency level, to the server's `/api/ask` (the whole path:
 retrieval, prompt, backend, SSE) and, as the very prompts the server builds, straight to the backend.
 Both are measured by the same client in one run; the figures per level are aggregate tok/s, TTFT and
-inter-token latency p50/p99, the ratio ours/direct and the TTFT the server adds. The environment
+inter-token latency p50/p99, the ratio ours/direct and the TTFT the server adds, two ways:
+`server_added_ttft_ms_p50` (ours p50 - direct p50, which also carries the engine's queueing noise
+between rounds) and `ours.server_overhead_ms_p50` (per request, the client's TTFT minus the engine's
+own time to first token as the server saw it: retrieval, prompt and relay alone). The environment
 (engine versions, CUDA, driver, NCCL, GPUs, the backend's flags) is recorded with them, and a PNG
 plots throughput and TTFT against concurrency.
 
@@ -229,12 +232,14 @@ def print_table(report: dict[str, Any]) -> None:
     from rich.table import Table
 
     t = Table(title=f"bench serve: {report['environment']['backend']['name']} {report['environment']['backend']['model']}")
-    for col in ("conc.", "ours tok/s", "direct tok/s", "ratio", "TTFT p50 ours/direct ms", "added ms", "ITL p50/p99 ours ms", "errors"):
+    for col in ("conc.", "ours tok/s", "direct tok/s", "ratio", "TTFT p50 ours/direct ms", "added ms", "overhead p50 ms",
+                "ITL p50/p99 ours ms", "errors"):
         t.add_column(col, justify="right")
     for lv in report["levels"]:
         o, d = lv["ours"], lv["direct"]
         t.add_row(str(lv["concurrency"]), f"{o['tok_s']:.1f}", f"{d['tok_s']:.1f}", str(lv["ratio"]),
                   f"{o['ttft_ms_p50']} / {d['ttft_ms_p50']}", str(lv["server_added_ttft_ms_p50"]),
+                  str(o.get("server_overhead_ms_p50")),
                   f"{o['itl_ms_p50']} / {o['itl_ms_p99']}", f"{o['errors']} / {d['errors']}")  # fmt: skip
     Console().print(t)
     print(f"report: {report['json']}\nplot:   {report['plot']}")

@@ -66,6 +66,7 @@ class PreparedAnswer:
     stream: Any  # the backend's async iterator of text pieces
     started: float  # perf_counter() when the question arrived
     retrieve_ms: float
+    sent: float = 0.0  # perf_counter() when the request went to the backend
     error: BaseException | None = None
     _closed: bool = field(default=False, repr=False)
 
@@ -77,8 +78,11 @@ class PreparedAnswer:
         citations = CitationFilter(len(prompt.sources_used))
         pieces: list[str] = []
         first_token_ms: float | None = None
+        engine_first_ms: float | None = None  # the backend's own time to its first piece
         try:
             async for piece in self.stream:
+                if engine_first_ms is None and piece:
+                    engine_first_ms = (time.perf_counter() - self.sent) * 1000
                 text = citations.feed(piece)
                 if text:
                     if first_token_ms is None:
@@ -103,6 +107,7 @@ class PreparedAnswer:
         done["timings"] = {
             "retrieve_ms": round(self.retrieve_ms, 1),
             "first_token_ms": round(first_token_ms, 1) if first_token_ms is not None else None,
+            "backend_first_token_ms": round(engine_first_ms, 1) if engine_first_ms is not None else None,
             "total_ms": round(self._ms(), 1),
         }
         yield Event("done", done)
@@ -147,12 +152,13 @@ async def prepare(
         build = functools.partial(build_prompt, question, hits, backend, gen.max_tokens, gen.margin_tokens, history)
         prompt = await anyio.to_thread.run_sync(build)  # tokenizing is CPU work, or HTTP for remote servers
         params = GenParams(max_tokens=gen.max_tokens, temperature=gen.temperature, stop=prompt.stop)
+        sent = time.perf_counter()
         stream = backend.stream(prompt.messages, params)
     except BackendBusy:
         raise
     except Exception as exc:
         return PreparedAnswer(backend, prompt, None, started, retrieve_ms, error=exc)
-    return PreparedAnswer(backend, prompt, stream, started, retrieve_ms)
+    return PreparedAnswer(backend, prompt, stream, started, retrieve_ms, sent)
 
 
 async def answer(
