@@ -196,6 +196,10 @@ class IngestSettings(BaseModel):
     use_git: bool = Field(
         True, description="list git checkouts with `git ls-files` (honours .gitignore) and record the commit of each document"
     )
+    parse_process: bool = Field(
+        True, description="parse files in a child process, so parsing overlaps embedding instead of taking the "
+        "interpreter from it; off = parse in a thread of the ingesting process"
+    )
     embed_pool: int = Field(
         1024, ge=1, description="chunk texts pooled across files before one embedding call (sorted by length inside: less padding)"
     )

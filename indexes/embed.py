@@ -94,11 +94,28 @@ class Embedder:
         """Tokens of text as the model sees them, without the special tokens."""
         return len(self.tokenizer(text, add_special_tokens=False, truncation=False)["input_ids"])
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Embed texts as float32 [n, dim], L2-normalized. Batches are sorted by length inside."""
+    def embed(self, texts: list[str], *, threads: int | None = None) -> np.ndarray:
+        """Embed texts as float32 [n, dim], L2-normalized. Batches are sorted by length inside.
+
+        `threads` caps torch's threads for this call only (e.g. 1 while a parser process busies a core:
+        two threads that must wait for each other at every operator lose more than they gain).
+        """
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vecs = self.model.encode(
+        model = self.model
+        if threads is None:
+            return self._encode(model, texts)
+        import torch
+
+        before = torch.get_num_threads()
+        torch.set_num_threads(min(threads, before))
+        try:
+            return self._encode(model, texts)
+        finally:
+            torch.set_num_threads(before)
+
+    def _encode(self, model, texts: list[str]) -> np.ndarray:
+        vecs = model.encode(
             list(texts),
             batch_size=self.batch_size,
             normalize_embeddings=True,

@@ -18,6 +18,9 @@ class ParseError(Exception):
         self.reason = reason
         self.skip = skip
 
+    def __reduce__(self):  # keeps `skip` when the error comes back from the parsing process
+        return (self.__class__, (self.reason,), {"skip": self.skip})
+
 
 @dataclass
 class Element:

@@ -34,7 +34,7 @@ __all__ = ["FileIssue", "IngestReport", "JobLink", "Progress", "ProgressEvent", 
 # Bump when parsing or splitting changes what chunks a file gives, so unchanged files are redone.
 PIPELINE_VERSION = 2
 IDLE_EMBED_FRACTION = 4  # embed a quarter pool early while the parser thread is busy on a slow file
-PREPARE_AHEAD = 64  # files parsed ahead of the embedder at most
+PREPARE_AHEAD = 2048  # files parsed ahead of the embedder at most (their chunk texts wait in memory)
 
 
 def open_collection(store: Store, embedder: EmbedderLike, name: str) -> Collection:
@@ -177,7 +177,7 @@ class _Run:
                     item = q.get(timeout=0.05)
                 except queue.Empty:
                     if self.needs() >= pool // IDLE_EMBED_FRACTION:
-                        self.flush()
+                        self.flush(parsing=worker.is_alive() and not q.full())
                     elif self.link:
                         self.link.flush()
                     continue
@@ -189,7 +189,7 @@ class _Run:
                     continue
                 self.accept(item)
                 if self.needs() >= pool:
-                    self.flush()
+                    self.flush(parsing=worker.is_alive() and not q.full())
             self.flush()
         finally:
             abort.set()
@@ -223,9 +223,10 @@ class _Run:
             self.state(path, "embedding", size=size)
             self.pending.append(o)
 
-    def flush(self) -> None:
+    def flush(self, parsing: bool = False) -> None:
         """Embed what the pending files need in one call (each distinct text once), then write the
-        files in one transaction."""
+        files in one transaction. While the parser process still works, the embedder keeps to one
+        thread: the parser has the other core, and the run ends sooner than with the two fighting."""
         batch, self.pending = self.pending, []
         failed, self.failed_writes = self.failed_writes, []
         if not batch and not failed:
@@ -236,7 +237,8 @@ class _Run:
                 if v is None and t not in unique:
                     unique[t] = len(unique)
         started = time.perf_counter()
-        fresh = self.embedder.embed(list(unique)) if unique else np.zeros((0, self.coll.dim), np.float32)
+        share = {"threads": 1} if parsing and self.preparer.pool is not None else {}
+        fresh = self.embedder.embed(list(unique), **share) if unique else np.zeros((0, self.coll.dim), np.float32)
         self.report.embed_seconds += time.perf_counter() - started
         self.report.chunks_embedded += len(unique)
         writes = list(failed)

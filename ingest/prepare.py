@@ -20,7 +20,9 @@ from sqlmodel import select
 
 from indexes.models import Chunk, Collection, Document
 from indexes.store import NewChunk, SourceInfo, Store
+from ingest.elements import Parsed
 from ingest.parse import ParseError, file_type, parse
+from ingest.parse_pool import ParsePool
 from ingest.sources import SourceFile
 from ingest.split import HEADING_SEP, split
 
@@ -45,6 +47,7 @@ class IngestOptions:
     exclude: tuple[str, ...] | None = None
     use_git: bool = True
     embed_pool: int = 1024  # chunk texts gathered (across files) before one embedding call
+    parse_process: bool = True  # parse in a child process (parse_pool.py), not in the embedder's process
 
     def params(self, embedder_name: str, version: int) -> dict[str, Any]:
         """What decides a file's chunks: a file ingested under other params is redone."""
@@ -115,6 +118,27 @@ class TokenCounter:
         return len(self.tokenizer(text, add_special_tokens=False, truncation=False)["input_ids"])
 
 
+def embed_text(title: str, chunk: NewChunk, count_tokens: Callable[[str], int], max_seq: int) -> str:
+    """The chunk as embedded: title, heading path and symbol first, when they fit the model's window."""
+    context = HEADING_SEP.join(x for x in (title, chunk.heading_path, chunk.symbol) if x)
+    room = max_seq - 2 - chunk.n_tokens
+    if context and count_tokens(context) + 2 > room:
+        context = title if title and count_tokens(title) + 2 <= room else ""
+    return f"{context}\n\n{chunk.text}" if context else chunk.text
+
+
+def parse_and_split(source: SourceFile, data: bytes, chunk_tokens: int, overlap_tokens: int,
+                    count_tokens: Callable[[str], int], max_seq: int) -> tuple[Parsed, list[NewChunk], list[str]]:
+    """The CPU-heavy part of a file: parsed (its elements dropped once split), its chunks, and the text
+    embedded for each chunk. Raises ParseError."""
+    parsed = parse(source, data)
+    chunks = split(parsed.elements, count_tokens, chunk_tokens=chunk_tokens, overlap_tokens=overlap_tokens,
+                   anchors=parsed.anchors)
+    texts = [embed_text(parsed.title, c, count_tokens, max_seq) for c in chunks]
+    parsed.elements = []
+    return parsed, chunks, texts
+
+
 def source_info(source: SourceFile, sha: str, title: str, kind: str, meta: dict[str, Any]) -> SourceInfo:
     return SourceInfo(path=source.rel_path, root=str(source.root), title=title, kind=kind, sha256=sha,
                       size=source.size, mtime=source.mtime, meta=meta)
@@ -130,6 +154,8 @@ class Preparer:
         self.params, self.existing, self.job_id, self.git = params, existing, job_id, git
         self.max_seq = int(getattr(embedder, "max_seq_length", 256))
         self.count_tokens = TokenCounter(embedder) if hasattr(embedder, "model_path") else embedder.count_tokens
+        model_path = getattr(embedder, "model_path", None)
+        self.pool = ParsePool.shared() if options.parse_process and model_path is not None else None
         # a renamed or copied file finds its vectors under its content hash
         self.by_sha = {d.sha256: d for d in existing.values() if d.status == "ok" and d.sha256}
 
@@ -160,12 +186,14 @@ class Preparer:
                 return Outcome(source, "done-before", sha=sha, n_chunks=doc.n_chunks)
             return Outcome(source, "unchanged", "unchanged", sha=sha)
         try:
-            parsed = parse(source, data)
+            if self.pool is not None:
+                parsed, chunks, texts = self.pool.parse_and_split(
+                    source, data, opts.chunk_tokens, opts.overlap_tokens, str(self.embedder.model_path), self.max_seq)
+            else:
+                parsed, chunks, texts = parse_and_split(
+                    source, data, opts.chunk_tokens, opts.overlap_tokens, self.count_tokens, self.max_seq)
         except ParseError as exc:
             return Outcome(source, "ignored" if exc.skip else "failed", exc.reason, sha=sha)
-        opts = self.options
-        chunks = split(parsed.elements, self.count_tokens, chunk_tokens=opts.chunk_tokens,
-                       overlap_tokens=opts.overlap_tokens, anchors=parsed.anchors)
         if not chunks:
             return Outcome(source, "failed", "no text found in the file", sha=sha)
         meta = {**parsed.meta, "ingest": self.params}
@@ -176,7 +204,6 @@ class Preparer:
             meta["git"] = git
         info = source_info(source, sha, parsed.title, parsed.kind, meta)
         old = self.old_vectors(doc if doc is not None and doc.status == "ok" else self.by_sha.get(sha))
-        texts = [self.embed_text(parsed.title, c) for c in chunks]
         vectors = [old.get((parsed.title, c.heading_path, c.symbol, c.text)) for c in chunks]
         return Outcome(source, "ready", sha=sha, info=info, chunks=chunks, texts=texts, vectors=vectors,
                        n_chunks=len(chunks), note=parsed.note)
@@ -194,14 +221,6 @@ class Preparer:
             rows = s.exec(select(Chunk.heading_path, Chunk.symbol, Chunk.text, Chunk.embedding)
                           .where(Chunk.document_id == doc.id)).all()
         return {(doc.title, h, y, t): np.frombuffer(e, dtype=np.float32) for h, y, t, e in rows}
-
-    def embed_text(self, title: str, chunk: NewChunk) -> str:
-        """The chunk as embedded: title, heading path and symbol first, when they fit the model's window."""
-        context = HEADING_SEP.join(x for x in (title, chunk.heading_path, chunk.symbol) if x)
-        room = self.max_seq - 2 - chunk.n_tokens
-        if context and self.count_tokens(context) + 2 > room:
-            context = title if title and self.count_tokens(title) + 2 <= room else ""
-        return f"{context}\n\n{chunk.text}" if context else chunk.text
 
 
 def _meta(doc: Document) -> dict[str, Any]:

@@ -1,0 +1,109 @@
+"""Parsing and splitting in a child process, so the embedder keeps the interpreter to itself.
+
+Parsing is pure Python (unstructured, docutils, tree-sitter glue) and holds the GIL. In a thread of
+the embedding process it took the GIL from the embedder, whose forward pass needs it for every
+operator it dispatches: the two could not overlap. In a child process they do. The child is started
+once per process (spawned: no inherited model or thread state), reused for every run, and rebuilt if
+a parser ever crashes it; that file then fails with a reason and the others go on.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from indexes.store import NewChunk
+from ingest.elements import Parsed, ParseError
+from ingest.sources import SourceFile
+
+_counters: dict[str, Any] = {}  # in the child: model path -> its token counter
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A child whose parent was killed (SIGKILL leaves no time to stop it) ends itself within a second."""
+    while True:
+        time.sleep(1.0)
+        if os.getppid() != parent:
+            os._exit(0)
+
+
+def _warm() -> None:
+    """Runs in the child when it starts: offline settings for unstructured, and its language model loaded."""
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), name="exit-with-parent", daemon=True).start()
+    from ingest import offline
+    from ingest.parse import _markdown
+
+    offline.prepare()
+    _markdown("# Warm up\n\nThe parser loads its language model on first use.\n", "warm")
+
+
+def _parse_in_child(source: SourceFile, data: bytes, chunk_tokens: int, overlap_tokens: int, model_path: str,
+                    max_seq: int) -> tuple[Parsed, list[NewChunk], list[str]]:
+    from ingest.prepare import TokenCounter, parse_and_split
+
+    counter = _counters.get(model_path)
+    if counter is None:
+        counter = _counters[model_path] = TokenCounter(SimpleNamespace(model_path=Path(model_path)))
+    return parse_and_split(source, data, chunk_tokens, overlap_tokens, counter, max_seq)
+
+
+class ParsePool:
+    """One child process that parses files; `parse_and_split()` blocks the calling thread only."""
+
+    _shared: "ParsePool | None" = None
+    _shared_lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._executor: ProcessPoolExecutor | None = None
+
+    @classmethod
+    def shared(cls) -> "ParsePool":
+        with cls._shared_lock:
+            if cls._shared is None:
+                cls._shared = cls()
+            return cls._shared
+
+    def _pool(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._executor is None:
+                self._executor = ProcessPoolExecutor(
+                    max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_warm
+                )
+            return self._executor
+
+    def warm(self) -> None:
+        """Start the child now (a second or two: imports and the parser's language model)."""
+        self._pool().submit(int).result()
+
+    def parse_and_split(self, source: SourceFile, data: bytes, chunk_tokens: int, overlap_tokens: int,
+                        model_path: str, max_seq: int) -> tuple[Parsed, list[NewChunk], list[str]]:
+        """What `prepare.parse_and_split` returns, computed in the child; raises ParseError as it does."""
+        # A child found dead may have died between files (killed, out of memory): the file gets one
+        # more try in a new child, and only a second death is put down to the file itself.
+        for _ in range(2):
+            pool = self._pool()
+            try:
+                return pool.submit(_parse_in_child, source, data, chunk_tokens, overlap_tokens, model_path, max_seq).result()
+            except BrokenProcessPool:
+                self._discard(pool)
+        raise ParseError("the parser crashed on this file (its process died twice)")
+
+    def _discard(self, pool: ProcessPoolExecutor) -> None:
+        with self._lock:
+            if self._executor is pool:
+                self._executor = None
+        pool.shutdown(wait=False, cancel_futures=True)
+
+    def shutdown(self) -> None:
+        with self._lock:
+            pool, self._executor = self._executor, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
