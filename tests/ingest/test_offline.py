@@ -17,8 +17,9 @@ def test_prepare_sets_the_environment_and_loads_spacy_from_the_package():
 
     nlp = tokenize._get_nlp()
     assert nlp.meta["version"] == "3.8.0"
-    assert {"tagger", "parser"} <= set(nlp.pipe_names)
+    assert {"tagger", "sentencizer"} <= set(nlp.pipe_names) and "parser" not in nlp.pipe_names  # rules find sentences
     assert tokenize.sent_tokenize("One sentence here. And another one.") == ["One sentence here.", "And another one."]
+    assert [tag for _, tag in tokenize.pos_tag("The council approved the budget")][2] == "VBD"  # verbs still tagged
 
 
 def test_a_fresh_process_parses_markdown_without_network(tmp_path):
