@@ -114,7 +114,23 @@ class TokenCounter:
                 pass
         return copy.deepcopy(self.embedder.tokenizer)
 
+    @property
+    def _backend(self):
+        """The Rust tokenizer under a fast one, without truncation: counting through it skips ~50 µs of
+        Python per call, and splitting counts thousands of pieces a file. None for slow tokenizers."""
+        if not hasattr(self, "_backend_tokenizer"):
+            backend = getattr(self.tokenizer, "backend_tokenizer", None)
+            if backend is not None:
+                backend = copy.deepcopy(backend)
+                backend.no_truncation()
+                backend.no_padding()
+            self._backend_tokenizer = backend
+        return self._backend_tokenizer
+
     def __call__(self, text: str) -> int:
+        backend = self._backend
+        if backend is not None:
+            return len(backend.encode(text, add_special_tokens=False).ids)
         return len(self.tokenizer(text, add_special_tokens=False, truncation=False)["input_ids"])
 
 

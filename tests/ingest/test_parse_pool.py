@@ -75,3 +75,10 @@ def test_the_child_ends_when_its_parent_is_killed(tmp_path):
             return
         time.sleep(0.2)
     pytest.fail("the parser process outlived its parent")
+
+
+def test_token_counts_through_the_rust_tokenizer_match_the_python_one(embedder):
+    counter = TokenCounter(SimpleNamespace(model_path=embedder.model_path))
+    texts = ["", "Book leave in the HR tool.", "会议室怎么预订？", "naïve café " * 300, "def make_response(self, rv):"]
+    python_side = [len(counter.tokenizer(t, add_special_tokens=False, truncation=False)["input_ids"]) for t in texts]
+    assert [counter(t) for t in texts] == python_side and python_side[3] > 512  # no truncation either way
