@@ -18,7 +18,7 @@ import queue
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -34,6 +34,7 @@ __all__ = ["FileIssue", "IngestReport", "JobLink", "Progress", "ProgressEvent", 
 # Bump when parsing or splitting changes what chunks a file gives, so unchanged files are redone.
 PIPELINE_VERSION = 2
 IDLE_EMBED_FRACTION = 4  # embed a quarter pool early while the parser thread is busy on a slow file
+SHARE_STEP = 128  # texts embedded on one thread between looks at whether the parser is still busy
 PREPARE_AHEAD = 2048  # files parsed ahead of the embedder at most (their chunk texts wait in memory)
 
 
@@ -170,6 +171,10 @@ class _Run:
 
         worker = threading.Thread(target=produce, name="ingest-prepare", daemon=True)
         worker.start()
+
+        def parsing() -> bool:  # the parser process is at work (not done, not waiting for room)
+            return self.preparer.pool is not None and worker.is_alive() and not q.full()
+
         pool = max(1, self.options.embed_pool)
         try:
             while True:
@@ -177,7 +182,7 @@ class _Run:
                     item = q.get(timeout=0.05)
                 except queue.Empty:
                     if self.needs() >= pool // IDLE_EMBED_FRACTION:
-                        self.flush(parsing=worker.is_alive() and not q.full())
+                        self.flush(parsing)
                     elif self.link:
                         self.link.flush()
                     continue
@@ -189,7 +194,7 @@ class _Run:
                     continue
                 self.accept(item)
                 if self.needs() >= pool:
-                    self.flush(parsing=worker.is_alive() and not q.full())
+                    self.flush(parsing)
             self.flush()
         finally:
             abort.set()
@@ -223,10 +228,12 @@ class _Run:
             self.state(path, "embedding", size=size)
             self.pending.append(o)
 
-    def flush(self, parsing: bool = False) -> None:
-        """Embed what the pending files need in one call (each distinct text once), then write the
-        files in one transaction. While the parser process still works, the embedder keeps to one
-        thread: the parser has the other core, and the run ends sooner than with the two fighting."""
+    def flush(self, parsing: Callable[[], bool] = lambda: False) -> None:
+        """Embed what the pending files need (each distinct text once), then write the files in one
+        transaction. While the parser process works, the embedder keeps to one thread in steps of
+        SHARE_STEP texts: the parser has the other core (two threads waiting for each other at every
+        operator, with a third process on their cores, lose more than they gain), and the rest of
+        the pool goes at full speed as soon as the parser is done."""
         batch, self.pending = self.pending, []
         failed, self.failed_writes = self.failed_writes, []
         if not batch and not failed:
@@ -237,8 +244,7 @@ class _Run:
                 if v is None and t not in unique:
                     unique[t] = len(unique)
         started = time.perf_counter()
-        share = {"threads": 1} if parsing and self.preparer.pool is not None else {}
-        fresh = self.embedder.embed(list(unique), **share) if unique else np.zeros((0, self.coll.dim), np.float32)
+        fresh = self.embed(list(unique), parsing)
         self.report.embed_seconds += time.perf_counter() - started
         self.report.chunks_embedded += len(unique)
         writes = list(failed)
@@ -254,6 +260,17 @@ class _Run:
                 self.report.notes.append(FileIssue(o.source.rel_path, o.note))
             self.state(o.source.rel_path, "done", o.note, len(o.chunks), o.source.size)
             self.finished(o.source.rel_path, "ingested")
+
+    def embed(self, texts: list[str], parsing: Callable[[], bool]) -> np.ndarray:
+        out = np.zeros((len(texts), self.coll.dim), np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths batch together
+        done = 0
+        while done < len(order):
+            share = parsing()
+            take = order[done : done + SHARE_STEP] if share else order[done:]
+            out[take] = self.embedder.embed([texts[i] for i in take], **({"threads": 1} if share else {}))
+            done += len(take)
+        return out
 
     def remove(self, path: str) -> None:
         doc = self.existing.get(path) or self.store.get_document(self.coll, path)
