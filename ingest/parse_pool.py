@@ -28,15 +28,15 @@ _counters: dict[str, Any] = {}  # in the child: model path -> its token counter
 
 def _exit_with_parent(parent: int) -> None:
     """A child whose parent was killed (SIGKILL leaves no time to stop it) ends itself within a second."""
-    while True:
+    while os.getppid() == parent:
         time.sleep(1.0)
-        if os.getppid() != parent:
-            os._exit(0)
+    os._exit(0)
 
 
-def _warm() -> None:
-    """Runs in the child when it starts: offline settings for unstructured, and its language model loaded."""
-    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), name="exit-with-parent", daemon=True).start()
+def _warm(parent: int) -> None:
+    """Runs in the child when it starts: offline settings for unstructured, and its language model loaded.
+    parent is the pid of the process that started it, which may already be gone by now."""
+    threading.Thread(target=_exit_with_parent, args=(parent,), name="exit-with-parent", daemon=True).start()
     from ingest import offline
     from ingest.parse import _markdown
 
@@ -75,7 +75,8 @@ class ParsePool:
         with self._lock:
             if self._executor is None:
                 self._executor = ProcessPoolExecutor(
-                    max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_warm
+                    max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_warm,
+                    initargs=(os.getpid(),),
                 )
             return self._executor
 

@@ -126,3 +126,20 @@ def test_sigkill_at_random_points_loses_and_duplicates_nothing(tmp_path, embedde
         assert np.array_equal(ids, np.array(sorted(r[3] for r in rows)))
     finally:
         store.close()
+    assert not leftover_processes(tmp_path), "parser processes of killed workers are still running"
+
+
+def leftover_processes(cwd: Path, wait_s: float = 5.0) -> list[int]:
+    """Processes still running in cwd (each killed worker's parser process must end with it)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        alive = []
+        for proc in Path("/proc").iterdir():
+            try:
+                if proc.name.isdigit() and Path(proc, "cwd").resolve() == cwd.resolve():
+                    alive.append(int(proc.name))
+            except OSError:
+                continue
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.2)
