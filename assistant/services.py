@@ -65,12 +65,14 @@ class Services:
 
     @classmethod
     def build(cls, settings: Settings, *, with_backend: bool = True) -> "Services":
-        store = Store(settings.data_dir)
-        embedder = make_embedder(settings)
         backend = create_backend(settings) if with_backend else None
+        return cls.assemble(settings, Store(settings.data_dir), make_embedder(settings), backend)
+
+    @classmethod
+    def assemble(cls, settings: Settings, store: Store, embedder: Embedder, backend: Backend | None) -> "Services":
+        """The services around a store, embedder and backend already made (tests share a loaded embedder)."""
         # Concurrent questions share one embedding forward pass (query_batching.py).
-        retriever = make_retriever(settings, store, BatchingEmbedder(embedder))
-        return cls(settings, store, embedder, retriever, backend)
+        return cls(settings, store, embedder, make_retriever(settings, store, BatchingEmbedder(embedder)), backend)
 
     def check_indexes(self) -> list[str]:
         """Load every collection's FAISS index, rebuilding (and saving) those that are stale or missing."""

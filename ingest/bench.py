@@ -42,19 +42,17 @@ class RecordingEmbedder:
 
 
 def warm_up(embedder, options) -> dict[str, float]:
-    """Load the model and the document parsers once (here and in the parsing process), outside the
-    timed steps."""
+    """Load the model and the document parsers once (in the parsing process, or here when files are
+    parsed in this one), outside the timed steps."""
     t0 = time.perf_counter()
     embedder.embed(["warm up the model"])
     t1 = time.perf_counter()
-    from ingest import offline
-    from ingest.parse import _markdown
-    from ingest.parse_pool import ParsePool
+    from ingest.parse_pool import ParsePool, warm_parser
 
-    offline.prepare()
-    _markdown("# Warm up\n\nThe parser loads its language model on first use.\n", "warm")
     if options.parse_process:
         ParsePool.shared().warm()
+    else:
+        warm_parser()
     return {"model_load_s": round(t1 - t0, 3), "parser_warmup_s": round(time.perf_counter() - t1, 3)}
 
 

@@ -33,15 +33,20 @@ def _exit_with_parent(parent: int) -> None:
     os._exit(0)
 
 
-def _warm(parent: int) -> None:
-    """Runs in the child when it starts: offline settings for unstructured, and its language model loaded.
-    parent is the pid of the process that started it, which may already be gone by now."""
-    threading.Thread(target=_exit_with_parent, args=(parent,), name="exit-with-parent", daemon=True).start()
+def warm_parser() -> None:
+    """Offline settings for unstructured, and its language model loaded (the first parse's cost)."""
     from ingest import offline
     from ingest.parse import _markdown
 
     offline.prepare()
     _markdown("# Warm up\n\nThe parser loads its language model on first use.\n", "warm")
+
+
+def _warm(parent: int) -> None:
+    """Runs in the child when it starts. parent is the pid of the process that started it, which may
+    already be gone by now."""
+    threading.Thread(target=_exit_with_parent, args=(parent,), name="exit-with-parent", daemon=True).start()
+    warm_parser()
 
 
 def _parse_in_child(source: SourceFile, data: bytes, chunk_tokens: int, overlap_tokens: int, model_path: str,

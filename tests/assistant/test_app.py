@@ -11,7 +11,7 @@ from litestar.testing import AsyncTestClient
 
 from assistant.app import create_app
 from assistant.backends.base import create_backend
-from assistant.services import Services, make_retriever
+from assistant.services import Services
 from indexes.store import NewChunk, SourceInfo, Store
 
 PAGES = {
@@ -35,7 +35,7 @@ def services(settings_factory, embedder):
     settings = settings_factory()
     store = Store(settings.data_dir)
     fill(store, embedder)
-    svc = Services(settings, store, embedder, make_retriever(settings, store, embedder), create_backend(settings))
+    svc = Services.assemble(settings, store, embedder, create_backend(settings))
     yield svc
     store.close()
 
@@ -138,7 +138,7 @@ async def test_faiss_file_deleted_then_restart_gives_the_same_results(services, 
     shutil.rmtree(vectors)
 
     store = Store(services.settings.data_dir)
-    fresh = Services(services.settings, store, embedder, make_retriever(services.settings, store, embedder), services.backend)
+    fresh = Services.assemble(services.settings, store, embedder, services.backend)
     async with AsyncTestClient(app=create_app(services.settings, fresh)) as c:
         after = (await c.get("/api/search", params=query)).json()["hits"]
     assert store.vectors.rebuilds == 1

@@ -9,7 +9,7 @@ from sqlalchemy import text
 
 from assistant.app import create_app
 from assistant.backends.base import create_backend
-from assistant.services import Services, make_retriever
+from assistant.services import Services
 from indexes.store import Store
 
 pytestmark = pytest.mark.slow
@@ -29,7 +29,7 @@ def allowed(tmp_path):
 def services(settings_factory, embedder, allowed):
     settings = settings_factory(ingest={"allowed_roots": [str(allowed)], "max_upload_mb": 1})
     store = Store(settings.data_dir)
-    svc = Services(settings, store, embedder, make_retriever(settings, store, embedder), create_backend(settings))
+    svc = Services.assemble(settings, store, embedder, create_backend(settings))
     yield svc
     store.close()
 

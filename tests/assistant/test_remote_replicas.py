@@ -15,7 +15,7 @@ from litestar.testing import AsyncTestClient
 from assistant.app import create_app
 from assistant.backends.base import BackendError, GenParams, create_backend
 from assistant.local_server import free_port, serve_in_thread
-from assistant.services import Services, make_retriever
+from assistant.services import Services
 from indexes.store import NewChunk, SourceInfo, Store
 from tests.support.llama_server import LlamaServer
 
@@ -80,7 +80,7 @@ async def test_with_one_replica_stopped_every_request_succeeds_and_it_is_found_a
     settings = openai_settings(settings_factory, [s.url for s in replicas])
     store = fill(settings, embedder)
     backend = create_backend(settings)
-    services = Services(settings, store, embedder, make_retriever(settings, store, embedder), backend)
+    services = Services.assemble(settings, store, embedder, backend)
     stopped, restarted = replicas[1], backend.replicas.all[1]
     body = {"question": "How early are flights booked?", "collection": "handbook"}
     try:
@@ -134,7 +134,7 @@ async def test_backend_down_at_start_degrades_health_and_ask_errors_promptly(set
     settings = openai_settings(settings_factory, urls)
     store = fill(settings, embedder)
     backend = create_backend(settings)
-    services = Services(settings, store, embedder, make_retriever(settings, store, embedder), backend)
+    services = Services.assemble(settings, store, embedder, backend)
     try:
         async with AsyncTestClient(app=create_app(settings, services), timeout=30) as client:
             r = await client.get("/health")

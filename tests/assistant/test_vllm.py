@@ -87,7 +87,7 @@ def make_settings(data_dir, **vllm_overrides) -> Settings:
 def running_app(settings: Settings, store: Store, embedder, process: VLLMProcess):
     """Our server on a free loopback port, over a backend that shares the module's vLLM process."""
     backend = VLLMBackend(settings, process=process)
-    services = Services(settings, store, embedder, make_retriever(settings, store, embedder), backend)
+    services = Services.assemble(settings, store, embedder, backend)
     with serve_in_thread(create_app(settings, services)) as server:
         yield server.url, backend
 

@@ -130,7 +130,7 @@ async def test_health_is_degraded_and_ask_errors_promptly_while_vllm_cannot_star
 
     from assistant.app import create_app
     from assistant.backends.base import create_backend
-    from assistant.services import Services, make_retriever
+    from assistant.services import Services
     from indexes.store import NewChunk, SourceInfo, Store
 
     settings = failing_vllm_settings
@@ -139,7 +139,7 @@ async def test_health_is_degraded_and_ask_errors_promptly_while_vllm_cannot_star
     body = "The travel desk books flights."
     store.write_document(coll, SourceInfo(path="a.md", title="A", kind="md"), [NewChunk(text=body)], embedder.embed([body]))
     backend = create_backend(settings)  # returns once the first start has failed
-    services = Services(settings, store, embedder, make_retriever(settings, store, embedder), backend)
+    services = Services.assemble(settings, store, embedder, backend)
     try:
         async with AsyncTestClient(app=create_app(settings, services)) as client:
             r = await client.get("/health")
