@@ -16,7 +16,6 @@ import threading
 import unicodedata
 from dataclasses import dataclass
 
-from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from indexes import cjk
@@ -102,20 +101,21 @@ class Lexical:
 
     def document_frequency(self, conn, terms: list[str], cap: int) -> dict[str, int]:
         """Rows matching each term, counted up to cap + 1 (exact below cap), cached per term."""
-        scale = conn.execute(text("SELECT coalesce(max(id), 0) FROM chunk")).scalar_one()
+        raw = conn.connection.driver_connection
+        scale = raw.execute("SELECT coalesce(max(id), 0) FROM chunk").fetchone()[0]
         with self._lock:
             if scale < self._df_scale or scale > 1.1 * self._df_scale or len(self._df) > self._cache_size:
                 self._df.clear()
                 self._df_scale = scale
             cached = {t: self._df.get(t) for t in terms}
         out: dict[str, int] = {}
-        sql = text("SELECT count(*) FROM (SELECT 1 FROM chunk_fts WHERE chunk_fts MATCH :t LIMIT :cap)")
+        sql = "SELECT count(*) FROM (SELECT 1 FROM chunk_fts WHERE chunk_fts MATCH :t LIMIT :cap)"
         for t in terms:
             hit = cached[t]
             if hit is not None and (hit[0] <= hit[1] or hit[1] >= cap):  # exact, or counted at least as far
                 out[t] = min(hit[0], cap + 1)
                 continue
-            out[t] = int(conn.execute(sql, {"t": phrase(t), "cap": cap + 1}).scalar_one())
+            out[t] = int(raw.execute(sql, {"t": phrase(t), "cap": cap + 1}).fetchone()[0])
             with self._lock:
                 self._df[t] = (out[t], cap)
         return out
@@ -212,7 +212,8 @@ class Lexical:
         if not chunk_ids or not match:
             return {int(c): 0.0 for c in chunk_ids}
         marks = ",".join(str(int(c)) for c in chunk_ids)
-        sql = text(f"SELECT rowid, -{weights.bm25()} FROM chunk_fts WHERE chunk_fts MATCH :q AND rowid IN ({marks})")
+        sql = f"SELECT rowid, -{weights.bm25()} FROM chunk_fts WHERE chunk_fts MATCH :q AND rowid IN ({marks})"
         with self.engine.connect() as conn:
-            found = {int(r[0]): float(r[1]) for r in conn.execute(sql, {"q": match}).all()}
+            rows = conn.connection.driver_connection.execute(sql, {"q": match}).fetchall()
+        found = {int(r[0]): float(r[1]) for r in rows}
         return {int(c): found.get(int(c), 0.0) for c in chunk_ids}
