@@ -9,12 +9,13 @@ The one exception is BackendBusy: a backend whose queue is full refuses the requ
 was sent, so that an HTTP route can answer 429 with Retry-After instead of opening a stream.
 `prepare()` does everything up to taking the backend's place in its queue and raises BackendBusy;
 `answer()` calls it on its first step, so `await anext(answer(...))` raises BackendBusy before any
-event exists. (A remote server that answers 429 while streaming gives an `error` event, code "busy".)
+event exists; the HTTP route calls `prepare()` itself and starts its response at once, so the engine's
+first token leaves as one more chunk of a stream already open. (A remote server that answers 429 while
+streaming gives an `error` event, code "busy".)
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -142,22 +143,25 @@ async def prepare(
     the `error` event of `events()`. Call `events()` (or `aclose()`) so that the place is given back.
     """
     started = time.perf_counter()
-    retrieve_ms = 0.0
-    prompt = None
+    gen = settings.generation
+
+    def retrieve_and_build() -> tuple[float, Prompt]:
+        # One worker-thread trip for both: under a burst of questions every trip back to the event
+        # loop waits behind the others' work. Tokenizing is CPU work, or HTTP for remote servers.
+        hits = retriever.search(question, collections, k or settings.retrieval.k, filters=filters)
+        retrieved = time.perf_counter()
+        prompt = build_prompt(question, hits, backend, gen.max_tokens, gen.margin_tokens, history)
+        return (retrieved - started) * 1000, prompt
+
     try:
-        search = functools.partial(retriever.search, question, collections, k or settings.retrieval.k, filters=filters)
-        hits = await anyio.to_thread.run_sync(search)
-        retrieve_ms = (time.perf_counter() - started) * 1000
-        gen = settings.generation
-        build = functools.partial(build_prompt, question, hits, backend, gen.max_tokens, gen.margin_tokens, history)
-        prompt = await anyio.to_thread.run_sync(build)  # tokenizing is CPU work, or HTTP for remote servers
+        retrieve_ms, prompt = await anyio.to_thread.run_sync(retrieve_and_build)
         params = GenParams(max_tokens=gen.max_tokens, temperature=gen.temperature, stop=prompt.stop)
         sent = time.perf_counter()
         stream = backend.stream(prompt.messages, params)
     except BackendBusy:
         raise
     except Exception as exc:
-        return PreparedAnswer(backend, prompt, None, started, retrieve_ms, error=exc)
+        return PreparedAnswer(backend, None, None, started, 0.0, error=exc)
     return PreparedAnswer(backend, prompt, stream, started, retrieve_ms, sent)
 
 

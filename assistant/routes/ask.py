@@ -11,7 +11,7 @@ from litestar.response import ServerSentEvent, ServerSentEventMessage
 from pydantic import BaseModel, Field
 
 from assistant.backends.base import BackendBusy
-from assistant.rag import Event, answer
+from assistant.rag import Event, prepare
 from assistant.routes.deps import require_collection
 from assistant.services import Services
 
@@ -66,21 +66,19 @@ def to_message(event: Event) -> ServerSentEventMessage:
 @post("/api/ask", tags=["ask"], status_code=200)
 async def ask(services: Services, data: AskRequest) -> ServerSentEvent:
     scope = validate_ask(services, data)
-    events = answer(
-        data.question.strip(),
-        scope,
-        retriever=services.retriever,
-        backend=services.backend,
-        settings=services.settings,
-        history=[t.model_dump() for t in data.history],
-        k=data.k,
-        filters=data.filters.model_dump() if data.filters else None,
-    )
     try:
-        # The first event is awaited here so that a full queue becomes a 429 rather than a stream.
-        first = await anext(events)
+        # Retrieval, the prompt and a place in the backend's queue: a full queue is a 429, not a stream.
+        prepared = await prepare(
+            data.question.strip(),
+            scope,
+            retriever=services.retriever,
+            backend=services.backend,
+            settings=services.settings,
+            history=[t.model_dump() for t in data.history],
+            k=data.k,
+            filters=data.filters.model_dump() if data.filters else None,
+        )
     except BackendBusy as exc:
-        await events.aclose()
         raise HTTPException(
             status_code=429, detail=str(exc), headers={"Retry-After": str(exc.retry_after)}
         ) from None
@@ -88,11 +86,12 @@ async def ask(services: Services, data: AskRequest) -> ServerSentEvent:
     async def stream() -> AsyncIterator[ServerSentEventMessage]:
         services.in_flight += 1
         try:
-            yield to_message(first)
-            async for event in events:
+            async for event in prepared.events():
                 yield to_message(event)
         finally:
             services.in_flight -= 1
-            await events.aclose()  # client gone or stream done: the backend request is aborted
+            await prepared.aclose()  # client gone or stream done: the backend request is aborted
 
+    # Returned before the engine's first token: the response starts while the engine works, so that
+    # token then goes out as one more body chunk.
     return ServerSentEvent(stream())

@@ -6,11 +6,13 @@ import json
 import logging
 import shutil
 
+import httpx
 import pytest
 from litestar.testing import AsyncTestClient
 
 from assistant.app import create_app
 from assistant.backends.base import create_backend
+from assistant.local_server import serve_in_thread
 from assistant.services import Services
 from indexes.store import NewChunk, SourceInfo, Store
 
@@ -167,3 +169,27 @@ async def test_filters_restrict_search_and_ask(client):
     )
     sources = parse_sse(r.text)[-2][1]["sources"]
     assert [s["path"] for s in sources] == ["leave/vacation.md"]
+
+
+@pytest.mark.slow
+def test_answers_start_before_their_first_token_and_a_full_queue_is_a_429(settings_factory, embedder, llama):
+    """Real HTTP over llama.cpp in-process (one running, one waiting at most): the response of an
+    admitted question starts at once, while the model works; the question beyond the queue gets 429."""
+    settings = settings_factory(generation={"max_tokens": 48, "temperature": 0})
+    store = Store(settings.data_dir)
+    fill(store, embedder)
+    services = Services.assemble(settings, store, embedder, llama)
+    body = {"question": "How early must flights be booked?", "collection": "handbook"}
+    try:
+        with serve_in_thread(create_app(settings, services)) as server, httpx.Client(base_url=server.url, timeout=120) as http:
+            with http.stream("POST", "/api/ask", json=body) as running, http.stream("POST", "/api/ask", json=body) as waiting:
+                assert running.status_code == waiting.status_code == 200
+                assert llama.queued == 2  # both admitted before either had a token
+                refused = http.post("/api/ask", json=body)
+                assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
+                assert "busy" in refused.json()["detail"]
+                events = parse_sse("".join(waiting.iter_text()))
+            assert [e for e, _ in events][-2:] == ["sources", "done"]
+        assert llama.queued == 0
+    finally:
+        store.close()
