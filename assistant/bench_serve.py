@@ -96,6 +96,7 @@ def environment(settings: Settings, backend: Any) -> dict[str, Any]:
     if settings.backend == "vllm":
         flags["command"] = backend.process.command()
         flags["env"] = dict(settings.vllm.env)
+        flags["nice"] = settings.vllm.nice  # the engine's CPU priority: not part of its command line
     elif settings.backend == "llamacpp":
         flags.update(settings.llamacpp.model_dump(mode="json"))
     elif settings.backend == "openai":
