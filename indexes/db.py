@@ -54,6 +54,14 @@ def add_missing_columns(conn) -> None:
             conn.execute(text(f'ALTER TABLE "{table.name}" ADD COLUMN "{column.name}" {ddl}'))
 
 
+def read_rows(engine: Engine, sql: str, params: tuple | dict = ()) -> list[tuple]:
+    """All rows of one read, through the sqlite3 connection itself: the question path's lookups skip
+    SQLAlchemy's statement and result layers, which cost more than the lookups (sqlite3 takes `?` and
+    `:named` parameters as they are)."""
+    with engine.connect() as conn:
+        return conn.connection.driver_connection.execute(sql, params).fetchall()
+
+
 def make_engine(db_path: Path) -> Engine:
     """Open (and create or migrate) the store at db_path."""
     db_path.parent.mkdir(parents=True, exist_ok=True)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Engine
 
 from indexes import cjk
+from indexes.db import read_rows
 from indexes.filters import SearchFilters
 
 WORD = re.compile(r"\w+", re.UNICODE)
@@ -202,9 +203,7 @@ class Lexical:
             return set()
         sub, params = filters.chunk_subquery(collection_ids)
         marks = ",".join(str(int(i)) for i in ids)
-        with self.engine.connect() as conn:
-            rows = conn.connection.driver_connection.execute(
-                f"SELECT id FROM chunk WHERE id IN ({marks}) AND id IN ({sub})", params).fetchall()
+        rows = read_rows(self.engine, f"SELECT id FROM chunk WHERE id IN ({marks}) AND id IN ({sub})", params)
         return {int(r[0]) for r in rows}
 
     def scores(self, chunk_ids: list[int], match: str, *, weights: Weights = Weights()) -> dict[int, float]:
@@ -213,7 +212,5 @@ class Lexical:
             return {int(c): 0.0 for c in chunk_ids}
         marks = ",".join(str(int(c)) for c in chunk_ids)
         sql = f"SELECT rowid, -{weights.bm25()} FROM chunk_fts WHERE chunk_fts MATCH :q AND rowid IN ({marks})"
-        with self.engine.connect() as conn:
-            rows = conn.connection.driver_connection.execute(sql, {"q": match}).fetchall()
-        found = {int(r[0]): float(r[1]) for r in rows}
+        found = {int(r[0]): float(r[1]) for r in read_rows(self.engine, sql, {"q": match})}
         return {int(c): found.get(int(c), 0.0) for c in chunk_ids}

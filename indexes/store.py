@@ -19,7 +19,7 @@ from sqlalchemy import delete, func, text, update
 from sqlmodel import Session, select
 
 from indexes import cjk
-from indexes.db import make_engine
+from indexes.db import make_engine, read_rows
 from indexes.filters import SearchFilters
 from indexes.lexical import Lexical
 from indexes.models import Chunk, Collection, Document, utcnow
@@ -139,18 +139,12 @@ class Store:
     def session(self) -> Session:
         return Session(self.engine, expire_on_commit=False)
 
-    def _fetch(self, sql: str, params: tuple | dict = ()) -> list[tuple]:
-        """Rows of a read through the sqlite3 connection itself: the query path's reads skip
-        SQLAlchemy's statement and result layers, which cost more than these indexed lookups."""
-        with self.engine.connect() as conn:
-            return conn.connection.driver_connection.execute(sql, params).fetchall()
-
     # --- collections -------------------------------------------------------------------------
 
     def get_collection(self, name: str) -> Collection | None:
         # Every question looks its collections up: read through the driver (an ORM session costs
         # ~0.7 ms, a third of a search's own CPU). The object is detached, as the ORM's would be.
-        row = self._fetch(f"SELECT {COLLECTION_COLUMNS} FROM collection WHERE name = ?", (name,))
+        row = read_rows(self.engine, f"SELECT {COLLECTION_COLUMNS} FROM collection WHERE name = ?", (name,))
         return collection_from_row(row[0]) if row else None
 
     def require_collection(self, name: str) -> Collection:
@@ -388,12 +382,10 @@ class Store:
 
     def vector_index(self, collection: Collection) -> VectorIndex:
         """The collection's FAISS index at the store's current generation (loaded or rebuilt)."""
-        with self.engine.connect() as conn:
-            gen = conn.connection.driver_connection.execute(
-                "SELECT generation FROM collection WHERE id = ?", (collection.id,)).fetchone()
-        if gen is None:
+        gen = read_rows(self.engine, "SELECT generation FROM collection WHERE id = ?", (collection.id,))
+        if not gen:
             raise StoreError(f"collection {collection.name!r} no longer exists")
-        return self.vectors.get(collection.id, gen[0], collection.dim)
+        return self.vectors.get(collection.id, gen[0][0], collection.dim)
 
     def save_vectors(self, collection: Collection) -> None:
         """Make sure the current FAISS index of the collection is on disk under its generation."""
@@ -415,9 +407,7 @@ class Store:
     def allowed_chunk_ids(self, collection_id: int, filters: SearchFilters) -> np.ndarray:
         """Ids of the chunks of one collection whose documents pass the filters (for FAISS selectors)."""
         sql, params = filters.chunk_subquery([collection_id])
-        with self.engine.connect() as conn:
-            # sqlite3 takes the :named parameters as they are; no per-row SQLAlchemy processing.
-            rows = conn.connection.driver_connection.execute(sql, params).fetchall()
+        rows = read_rows(self.engine, sql, params)
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
     def chunk_vectors(self, chunk_ids: list[int]) -> dict[int, np.ndarray]:
@@ -425,14 +415,15 @@ class Store:
         if not chunk_ids:
             return {}
         marks = ",".join(str(int(i)) for i in chunk_ids)
-        rows = self._fetch(f"SELECT id, embedding FROM chunk WHERE id IN ({marks})")
+        rows = read_rows(self.engine, f"SELECT id, embedding FROM chunk WHERE id IN ({marks})")
         return {int(r[0]): np.frombuffer(r[1], dtype=np.float32) for r in rows}
 
     def chunk_records(self, chunk_ids: list[int]) -> dict[int, ChunkRecord]:
         if not chunk_ids:
             return {}
         marks = ",".join(str(int(i)) for i in chunk_ids)
-        rows = self._fetch(
+        rows = read_rows(
+            self.engine,
             "SELECT c.id, c.document_id, k.name, d.path, d.root, d.title, d.kind, c.text, c.heading_path, "
             "c.anchor, c.page, c.line_start, c.line_end, c.symbol "
             "FROM chunk c JOIN document d ON d.id = c.document_id JOIN collection k ON k.id = c.collection_id "
