@@ -15,8 +15,6 @@ import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from indexes.store import NewChunk
@@ -55,7 +53,7 @@ def _parse_in_child(source: SourceFile, data: bytes, chunk_tokens: int, overlap_
 
     counter = _counters.get(model_path)
     if counter is None:
-        counter = _counters[model_path] = TokenCounter(SimpleNamespace(model_path=Path(model_path)))
+        counter = _counters[model_path] = TokenCounter.for_model(model_path)
     return parse_and_split(source, data, chunk_tokens, overlap_tokens, counter, max_seq)
 
 

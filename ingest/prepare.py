@@ -13,6 +13,8 @@ import hashlib
 import json
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable, Protocol
 
 import numpy as np
@@ -90,6 +92,11 @@ class TokenCounter:
     def __init__(self, embedder: EmbedderLike) -> None:
         self.embedder = embedder
         self._tokenizer = None
+
+    @classmethod
+    def for_model(cls, model_path: str | Path) -> "TokenCounter":
+        """A counter for the model in this folder, where no embedder is loaded (the parsing process)."""
+        return cls(SimpleNamespace(model_path=Path(model_path)))
 
     @property
     def tokenizer(self):

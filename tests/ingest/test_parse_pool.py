@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-from types import SimpleNamespace
 
 import pytest
 
@@ -27,7 +26,7 @@ def test_child_gives_the_same_chunks_as_parsing_here(pool, embedder, tmp_path):
     (tmp_path / "leave.md").write_text(PAGE)
     [src] = walk(str(tmp_path / "leave.md"))
     data = src.abs_path.read_bytes()
-    here = parse_and_split(src, data, 200, 32, TokenCounter(SimpleNamespace(model_path=embedder.model_path)), 256)
+    here = parse_and_split(src, data, 200, 32, TokenCounter.for_model(embedder.model_path), 256)
     there = pool.parse_and_split(src, data, 200, 32, str(embedder.model_path), 256)
     assert there[0].title == here[0].title == "Leave" and there[0].elements == []
     assert [c.text for c in there[1]] == [c.text for c in here[1]] and there[2] == here[2]
@@ -78,7 +77,7 @@ def test_the_child_ends_when_its_parent_is_killed(tmp_path):
 
 
 def test_token_counts_through_the_rust_tokenizer_match_the_python_one(embedder):
-    counter = TokenCounter(SimpleNamespace(model_path=embedder.model_path))
+    counter = TokenCounter.for_model(embedder.model_path)
     texts = ["", "Book leave in the HR tool.", "会议室怎么预订？", "naïve café " * 300, "def make_response(self, rv):"]
     python_side = [len(counter.tokenizer(t, add_special_tokens=False, truncation=False)["input_ids"]) for t in texts]
     assert [counter(t) for t in texts] == python_side and python_side[3] > 512  # no truncation either way
