@@ -21,6 +21,22 @@ def default_data_dir() -> Path:
     return Path(base) / "assistant"
 
 
+SAMPLING_DESCRIPTION = (
+    "more sampling parameters sent as they are in each request's body, for what the OpenAI API lacks "
+    "(vLLM: top_k, min_p, repetition_penalty, min_tokens, ignore_eos, ...); max_tokens and temperature come from "
+    "[generation]"
+)
+SET_ELSEWHERE = frozenset({"model", "messages", "prompt", "stream", "max_tokens", "temperature", "stop"})
+
+
+def check_sampling(value: dict[str, Any]) -> dict[str, Any]:
+    """Sampling parameters may not override what each request sets itself."""
+    clash = sorted(SET_ELSEWHERE & value.keys())
+    if clash:
+        raise ValueError(f"{', '.join(clash)} cannot be set here: each request sets it (see [generation])")
+    return value
+
+
 class LlamaCppSettings(BaseModel):
     """The in-process llama.cpp backend."""
 
@@ -66,6 +82,9 @@ class OpenAISettings(BaseModel):
         description="chat = /v1/chat/completions with the server's chat template; completion = /v1/completions "
         "with a plain prompt, for base models that have no chat template",
     )
+    sampling: dict[str, Any] = Field(default_factory=dict, description=SAMPLING_DESCRIPTION)
+
+    _check_sampling = field_validator("sampling")(check_sampling)
 
 
 class VLLMSettings(BaseModel):
@@ -112,6 +131,9 @@ class VLLMSettings(BaseModel):
     prompt_style: Literal["chat", "completion"] = Field(
         "chat", description="chat = the model's chat template; completion = a plain prompt, for base models"
     )
+    sampling: dict[str, Any] = Field(default_factory=dict, description=SAMPLING_DESCRIPTION)
+
+    _check_sampling = field_validator("sampling")(check_sampling)
 
 
 class EchoSettings(BaseModel):

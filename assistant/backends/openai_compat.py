@@ -225,6 +225,8 @@ class OpenAIBackend:
         )
         if params.stop:
             args["stop"] = params.stop[:4]  # the OpenAI API accepts at most four
+        if self.cfg.sampling:
+            args["extra_body"] = self.cfg.sampling
         # The raw streaming response: the client builds and sends the request and maps its errors; the
         # chunks are read as plain JSON (a typed object per token costs more than the rest of the path).
         if self.prompt_style == "chat":

@@ -104,6 +104,7 @@ class VLLMBackend:
                     timeout_s=self.cfg.timeout_s,
                     max_connections=self.cfg.max_num_seqs or VLLM_DEFAULT_MAX_NUM_SEQS,
                     prompt_style=self.cfg.prompt_style,
+                    sampling=self.cfg.sampling,
                 )
             )
             self._client_port = self.process.port

@@ -201,6 +201,19 @@ async def test_openai_chat_stream_and_early_close(remote):
     assert all(isinstance(p, str) for p in pieces)
 
 
+@pytest.mark.slow
+async def test_openai_sampling_settings_reach_the_server(remote):
+    # llama.cpp's server reads a grammar from the request body: the answer can only be what it allows
+    backend = remote(prompt_style="completion", sampling={"grammar": 'root ::= "Lyon" "."'})
+    text = "".join(await collect(backend.stream(QUESTION, GenParams(max_tokens=8, temperature=0))))
+    assert text == "Lyon."
+
+
+def test_sampling_settings_may_not_override_what_each_request_sets(settings_factory):
+    with pytest.raises(ValueError, match="max_tokens, temperature cannot be set here"):
+        settings_factory(backend="openai", openai={"sampling": {"temperature": 0, "max_tokens": 9, "top_k": 5}})
+
+
 async def test_openai_unreachable_is_a_clear_error(settings_factory):
     url = f"http://127.0.0.1:{free_port()}/v1"
     backend = create_backend(settings_factory(backend="openai", openai={"base_url": url, "model": "m"}))
