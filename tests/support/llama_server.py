@@ -33,6 +33,7 @@ class LlamaServer:
         cmd = [
             sys.executable, "-m", "llama_cpp.server", "--model", str(self.gguf), "--host", "127.0.0.1",
             "--port", str(self.port), "--n_ctx", "2048", "--n_threads", str(self.threads), "--model_alias", MODEL_ALIAS,
+            "--interrupt_requests", "False",  # its default cuts a streaming answer off when the next request comes
         ]  # fmt: skip
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
