@@ -85,6 +85,11 @@ def engine_version(url: str | None) -> str | None:
         return None
 
 
+def server_sampling(settings: Settings) -> dict[str, Any]:
+    """Extra sampling parameters the server's backend sends; the direct requests send them too."""
+    return {"vllm": settings.vllm.sampling, "openai": settings.openai.sampling}.get(settings.backend, {})
+
+
 def environment(settings: Settings, backend: Any) -> dict[str, Any]:
     """Versions, GPUs and the backend's own flags, recorded with the figures."""
     from assistant.gpu.probe import collect_facts
@@ -97,6 +102,7 @@ def environment(settings: Settings, backend: Any) -> dict[str, Any]:
         flags["command"] = backend.process.command()
         flags["env"] = dict(settings.vllm.env)
         flags["nice"] = settings.vllm.nice  # the engine's CPU priority: not part of its command line
+        flags["sampling"] = dict(settings.vllm.sampling)
     elif settings.backend == "llamacpp":
         flags.update(settings.llamacpp.model_dump(mode="json"))
     elif settings.backend == "openai":
@@ -170,7 +176,7 @@ async def measure(services: Any, server: Any, collection: str, questions: list[s
             job = {"kind": "ask", "url": server.url, "concurrency": c, "items": ask_items(n)}
         else:
             job = {"kind": "openai", "url": url, "model": backend.model, "style": backend.prompt_style,
-                   "concurrency": c, "items": direct_items(n)}  # fmt: skip
+                   "sampling": server_sampling(services.settings), "concurrency": c, "items": direct_items(n)}  # fmt: skip
         results, wall, client_cpu = await run_job_in_child(job)
         return results, wall, client_cpu, time.process_time() - cpu
 

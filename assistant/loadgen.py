@@ -96,10 +96,12 @@ async def ask_server(client: httpx.AsyncClient, url: str, body: dict[str, Any]) 
 
 
 async def ask_openai(
-    client: httpx.AsyncClient, base_url: str, model: str, style: str, messages: list[Message], params: GenParams
+    client: httpx.AsyncClient, base_url: str, model: str, style: str, messages: list[Message], params: GenParams,
+    sampling: dict[str, Any] | None = None,
 ) -> Result:
-    """The same prompt straight to an OpenAI-compatible server, streamed."""
-    body: dict[str, Any] = {"model": model, "max_tokens": params.max_tokens, "temperature": params.temperature, "stream": True}
+    """The same prompt straight to an OpenAI-compatible server, streamed, with the server's sampling settings."""
+    body: dict[str, Any] = {**(sampling or {}), "model": model, "max_tokens": params.max_tokens,
+                            "temperature": params.temperature, "stream": True}  # fmt: skip
     if params.stop:
         body["stop"] = params.stop[:4]
     if style == "chat":
@@ -204,7 +206,7 @@ def summarize(results: list[Result], wall_s: float, client_cpu_s: float, server_
 async def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """One level against one HTTP target. job: kind ("ask" | "openai"), url, concurrency, items (one
     per request: an /api/ask body, or {"messages", "max_tokens", "temperature", "stop"}), and for
-    "openai" also model and style."""
+    "openai" also model, style and sampling (more request-body fields)."""
     items = job["items"]
     limits = httpx.Limits(max_connections=job["concurrency"] + 4, max_keepalive_connections=job["concurrency"] + 4)
     async with httpx.AsyncClient(timeout=httpx.Timeout(900, connect=10), limits=limits) as client:
@@ -214,7 +216,7 @@ async def run_job(job: dict[str, Any]) -> dict[str, Any]:
             if job["kind"] == "ask":
                 return ask_server(client, job["url"], item)
             params = GenParams(max_tokens=item["max_tokens"], temperature=item["temperature"], stop=item["stop"])
-            return ask_openai(client, job["url"], job["model"], job["style"], item["messages"], params)
+            return ask_openai(client, job["url"], job["model"], job["style"], item["messages"], params, job.get("sampling"))
 
         results, wall, cpu = await run_level(make, job["concurrency"], len(items))
     return {"results": [asdict(r) for r in results], "wall_s": wall, "cpu_s": cpu}

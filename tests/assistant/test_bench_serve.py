@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from assistant.cli import main
-from assistant.loadgen import Result, summarize
+from assistant.loadgen import Result, run_job, summarize
 from indexes.store import NewChunk, SourceInfo, Store
 
 
@@ -51,3 +53,15 @@ def test_bench_serve_reports_ours_and_direct_per_level(tmp_path, embedder, capsy
     assert env["backend"]["name"] == "echo"
     assert (out / "bench-serve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert json.loads((out / "bench-serve.json").read_text())["levels"] == report["levels"]
+
+
+@pytest.mark.slow
+async def test_direct_requests_carry_the_servers_sampling_settings(llama_server):
+    """The direct side is asked exactly as the server asks: here a grammar only llama.cpp's server applies."""
+    from tests.assistant.conftest import SERVER_MODEL
+
+    item = {"messages": [{"role": "user", "content": "The capital of France is"}], "max_tokens": 8, "temperature": 0.0, "stop": []}
+    job = {"kind": "openai", "url": llama_server, "model": SERVER_MODEL, "style": "completion",
+           "sampling": {"grammar": 'root ::= "Lyon" "."'}, "concurrency": 2, "items": [item, item]}  # fmt: skip
+    out = await run_job(job)
+    assert [r["text"] for r in out["results"]] == ["Lyon.", "Lyon."]
