@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import AfterValidator, BaseModel, Field, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 
@@ -21,11 +21,6 @@ def default_data_dir() -> Path:
     return Path(base) / "assistant"
 
 
-SAMPLING_DESCRIPTION = (
-    "more sampling parameters sent as they are in each request's body, for what the OpenAI API lacks "
-    "(vLLM: top_k, min_p, repetition_penalty, min_tokens, ignore_eos, ...); max_tokens and temperature come from "
-    "[generation]"
-)
 SET_ELSEWHERE = frozenset({"model", "messages", "prompt", "stream", "max_tokens", "temperature", "stop"})
 
 
@@ -35,6 +30,19 @@ def check_sampling(value: dict[str, Any]) -> dict[str, Any]:
     if clash:
         raise ValueError(f"{', '.join(clash)} cannot be set here: each request sets it (see [generation])")
     return value
+
+
+# The `sampling` field of the backends that talk to an OpenAI-compatible server.
+Sampling = Annotated[
+    dict[str, Any],
+    AfterValidator(check_sampling),
+    Field(
+        default_factory=dict,
+        description="more sampling parameters sent as they are in each request's body, for what the OpenAI API "
+        "lacks (vLLM: top_k, min_p, repetition_penalty, min_tokens, ignore_eos, ...); max_tokens and temperature "
+        "come from [generation]",
+    ),
+]
 
 
 class LlamaCppSettings(BaseModel):
@@ -82,9 +90,7 @@ class OpenAISettings(BaseModel):
         description="chat = /v1/chat/completions with the server's chat template; completion = /v1/completions "
         "with a plain prompt, for base models that have no chat template",
     )
-    sampling: dict[str, Any] = Field(default_factory=dict, description=SAMPLING_DESCRIPTION)
-
-    _check_sampling = field_validator("sampling")(check_sampling)
+    sampling: Sampling
 
 
 class VLLMSettings(BaseModel):
@@ -131,9 +137,7 @@ class VLLMSettings(BaseModel):
     prompt_style: Literal["chat", "completion"] = Field(
         "chat", description="chat = the model's chat template; completion = a plain prompt, for base models"
     )
-    sampling: dict[str, Any] = Field(default_factory=dict, description=SAMPLING_DESCRIPTION)
-
-    _check_sampling = field_validator("sampling")(check_sampling)
+    sampling: Sampling
 
 
 class EchoSettings(BaseModel):
