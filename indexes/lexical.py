@@ -1,4 +1,6 @@
-"""BM25 candidates from the FTS5 table: query normalisation, a bounded candidate set, weighted columns.
+"""The full-text side of the store: the rows of chunk_fts and chunk_cjk (built, added and removed only
+here, inside the writer's transaction), and BM25 candidates from them: query normalisation, a bounded
+candidate set, weighted columns.
 
 FTS5 scores every row an OR-query matches before it can sort them (about 1-2 µs a row here), so a
 question made of common words would score most of a million-chunk collection. Two steps keep the work
@@ -34,6 +36,78 @@ STOPWORDS = frozenset(
     under until up very was we were what when where which while who whom why will with would you your
     yours yourself yourselves""".split()
 )
+
+
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def identifier_words(name: str) -> str:
+    """snake_case, CamelCase and dotted names as their words: `Flask.make_response`, `HTTPError` ->
+    `flask make response`, `http error` (what a searcher types; the name itself is indexed too)."""
+    return " ".join(w.lower() for part in re.split(r"[^0-9A-Za-z]+", name) for w in _CAMEL.findall(part))
+
+
+def path_terms(path: str) -> str:
+    """A path as words for the lexical index: `src/flask/app.py` -> `src flask app py`; words inside
+    names are split too (`JsonProvider.py` -> `JsonProvider json provider py`)."""
+    parts = [t for t in re.split(r"[^0-9A-Za-z]+", path) if t]
+    extra = [w for t in parts if (w := identifier_words(t)) and w != t.lower()]
+    return " ".join(parts + extra)
+
+
+@dataclass(frozen=True)
+class ChunkText:
+    """What the full-text tables index of one chunk; `CHUNK_TEXT_SQL` reads it back from the store."""
+
+    chunk_id: int
+    collection_id: int
+    title: str
+    heading_path: str
+    symbol: str
+    body: str
+    path: str
+
+
+CHUNK_TEXT_SQL = (
+    "SELECT c.id, c.collection_id, d.title, c.heading_path, c.symbol, c.text, d.path "
+    "FROM chunk c JOIN document d ON d.id = c.document_id"
+)
+
+
+def fts_row(c: ChunkText, path_words: str | None = None) -> tuple:
+    """The chunk_fts row: title, headings (the heading path, the symbol and its words), body, path words."""
+    headings = " ".join(filter(None, [c.heading_path, c.symbol, identifier_words(c.symbol) if c.symbol else ""]))
+    return (c.chunk_id, c.title, headings, c.body, path_terms(c.path) if path_words is None else path_words,
+            c.collection_id)
+
+
+def add_rows(raw, chunks: list[ChunkText], *, fts: bool = True) -> int:
+    """Index chunks in both full-text tables (the trigram table only takes those with CJK text), on a
+    DB-API connection inside the caller's transaction; returns the CJK rows written. `fts=False` fills
+    the trigram table alone."""
+    if fts and chunks:
+        path_words: dict[str, str] = {}  # the chunks of one document share their path
+        rows = [fts_row(c, path_words.setdefault(c.path, path_terms(c.path))) for c in chunks]
+        raw.executemany(
+            "INSERT INTO chunk_fts(rowid, title, headings, body, path, collection_id) VALUES (?,?,?,?,?,?)", rows
+        )
+    cjk_rows = [r for c in chunks if (r := cjk.row(c.chunk_id, c.title, c.heading_path, c.body, c.collection_id))]
+    if cjk_rows:
+        raw.executemany("INSERT INTO chunk_cjk(rowid, body, collection_id) VALUES (?,?,?)", cjk_rows)
+    return len(cjk_rows)
+
+
+def remove_rows(raw, chunk_ids: list[int], *, tables: tuple[str, ...] = ("chunk_fts", "chunk_cjk")) -> None:
+    """Remove chunks from the full-text tables, inside the caller's transaction."""
+    for start in range(0, len(chunk_ids), 500):
+        marks = ",".join(str(int(i)) for i in chunk_ids[start : start + 500])
+        for table in tables:
+            raw.execute(f"DELETE FROM {table} WHERE rowid IN ({marks})")
+
+
+def remove_collection_rows(raw, collection_id: int) -> None:
+    for table in ("chunk_fts", "chunk_cjk"):
+        raw.execute(f"DELETE FROM {table} WHERE collection_id = ?", (int(collection_id),))
 
 
 def normalise_query(query: str) -> str:

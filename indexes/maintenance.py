@@ -17,9 +17,9 @@ import threading
 from sqlalchemy import text
 from sqlmodel import select
 
+from indexes.lexical import CHUNK_TEXT_SQL, ChunkText, add_rows, remove_rows
 from indexes.models import Collection, IngestJob
-from indexes import cjk
-from indexes.store import Store, identifier_words, path_terms
+from indexes.store import Store
 
 TOMBSTONE_PREFIX = "~deleted-"
 PURGE_BATCH = 2000
@@ -29,34 +29,23 @@ def is_tombstone(name: str) -> bool:
     return name.startswith(TOMBSTONE_PREFIX)
 
 
-def _fts_rows(conn, ids: list[int]) -> list[tuple]:
-    """The FTS5 row of each chunk, as the store writes it (title, headings, body, path, collection)."""
-    marks = ",".join(str(int(i)) for i in ids)
-    rows = conn.execute(text(
-        "SELECT c.id, d.title, c.heading_path, c.symbol, c.text, d.path, c.collection_id FROM chunk c "
-        f"JOIN document d ON d.id = c.document_id WHERE c.id IN ({marks})"
-    )).all()
-    return [(r[0], r[1], " ".join(filter(None, [r[2], r[3], identifier_words(r[3]) if r[3] else ""])), r[4],
-             path_terms(r[5]), r[6]) for r in rows]
+def _chunk_texts(raw, where: str = "") -> list[ChunkText]:
+    return [ChunkText(*row) for row in raw.execute(f"{CHUNK_TEXT_SQL} {where}").fetchall()]
 
 
 def check_fts(store: Store) -> list[str]:
     """Make the FTS5 table hold exactly one row per chunk."""
-    repairs = []
     with store.engine.begin() as conn:
-        missing = [r[0] for r in conn.execute(text(
-            "SELECT id FROM chunk WHERE id NOT IN (SELECT rowid FROM chunk_fts)")).all()]
-        orphans = [r[0] for r in conn.execute(text(
-            "SELECT rowid FROM chunk_fts WHERE rowid NOT IN (SELECT id FROM chunk)")).all()]
-        for start in range(0, len(orphans), 500):
-            marks = ",".join(str(int(i)) for i in orphans[start : start + 500])
-            conn.execute(text(f"DELETE FROM chunk_fts WHERE rowid IN ({marks})"))
         raw = conn.connection.driver_connection
+        missing = [r[0] for r in raw.execute("SELECT id FROM chunk WHERE id NOT IN (SELECT rowid FROM chunk_fts)")]
+        orphans = [r[0] for r in raw.execute("SELECT rowid FROM chunk_fts WHERE rowid NOT IN (SELECT id FROM chunk)")]
+        remove_rows(raw, orphans, tables=("chunk_fts",))
         for start in range(0, len(missing), 500):
-            raw.executemany(
-                "INSERT INTO chunk_fts(rowid, title, headings, body, path, collection_id) VALUES (?,?,?,?,?,?)",
-                _fts_rows(conn, missing[start : start + 500]),
-            )
+            marks = ",".join(str(int(i)) for i in missing[start : start + 500])
+            texts = _chunk_texts(raw, f"WHERE c.id IN ({marks})")
+            remove_rows(raw, [t.chunk_id for t in texts], tables=("chunk_cjk",))  # added again with their FTS5 row
+            add_rows(raw, texts)
+    repairs = []
     if orphans:
         repairs.append(f"removed {len(orphans)} full-text rows without a chunk")
     if missing:
@@ -67,20 +56,12 @@ def check_fts(store: Store) -> list[str]:
 def check_cjk(store: Store) -> list[str]:
     """The trigram table: no row without its chunk; filled from the chunks when a store predates it."""
     with store.engine.begin() as conn:
-        orphans = [r[0] for r in conn.execute(text(
-            "SELECT rowid FROM chunk_cjk WHERE rowid NOT IN (SELECT id FROM chunk)")).all()]
-        for start in range(0, len(orphans), 500):
-            marks = ",".join(str(int(i)) for i in orphans[start : start + 500])
-            conn.execute(text(f"DELETE FROM chunk_cjk WHERE rowid IN ({marks})"))
+        raw = conn.connection.driver_connection
+        orphans = [r[0] for r in raw.execute("SELECT rowid FROM chunk_cjk WHERE rowid NOT IN (SELECT id FROM chunk)")]
+        remove_rows(raw, orphans, tables=("chunk_cjk",))
         added = 0
-        if conn.execute(text("SELECT count(*) FROM chunk_cjk")).scalar_one() == 0:
-            rows = conn.execute(text(
-                "SELECT c.id, d.title, c.heading_path, c.text, c.collection_id FROM chunk c "
-                "JOIN document d ON d.id = c.document_id")).all()
-            new = [r for r in (cjk.row(*row) for row in rows) if r is not None]
-            conn.connection.driver_connection.executemany(
-                "INSERT INTO chunk_cjk(rowid, body, collection_id) VALUES (?,?,?)", new)
-            added = len(new)
+        if raw.execute("SELECT count(*) FROM chunk_cjk").fetchone()[0] == 0:
+            added = add_rows(raw, _chunk_texts(raw), fts=False)
     return ([f"removed {len(orphans)} CJK rows without a chunk"] if orphans else []) + (
         [f"indexed {added} chunks with CJK text by trigrams"] if added else [])
 
@@ -144,9 +125,8 @@ def purge_collection(store: Store, collection_id: int, *, batch: int = PURGE_BAT
                 "SELECT id FROM chunk WHERE collection_id = :c LIMIT :n"), {"c": collection_id, "n": batch}).all()]
             if not ids:
                 break
+            remove_rows(conn.connection.driver_connection, ids)
             marks = ",".join(str(int(i)) for i in ids)
-            conn.execute(text(f"DELETE FROM chunk_fts WHERE rowid IN ({marks})"))
-            conn.execute(text(f"DELETE FROM chunk_cjk WHERE rowid IN ({marks})"))
             conn.execute(text(f"DELETE FROM chunk WHERE id IN ({marks})"))
     with store.engine.begin() as conn:
         conn.execute(text("DELETE FROM document WHERE collection_id = :c"), {"c": collection_id})

@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import delete, func, text, update
+from sqlalchemy import delete, func, update
 from sqlmodel import Session, select
 
-from indexes import cjk
+from indexes import lexical
 from indexes.db import make_engine, read_rows
 from indexes.filters import SearchFilters
-from indexes.lexical import Lexical
+from indexes.lexical import ChunkText, Lexical
 from indexes.models import Chunk, Collection, Document, utcnow
+from indexes.records import NewChunk, SourceInfo
 from indexes.vectors import VectorIndex, VectorIndexes, VectorOptions
 
 COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -30,34 +31,6 @@ COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 class StoreError(ValueError):
     """A request the store cannot honour (bad name, unknown collection); the message says why."""
-
-
-@dataclass
-class NewChunk:
-    """A chunk ready to be written: text plus where it came from."""
-
-    text: str
-    heading_path: str = ""
-    anchor: str = ""
-    page: int | None = None
-    line_start: int | None = None
-    line_end: int | None = None
-    symbol: str = ""
-    n_tokens: int = 0
-
-
-@dataclass
-class SourceInfo:
-    """What the store records about a source file, whatever became of it."""
-
-    path: str
-    root: str = ""
-    title: str = ""
-    kind: str = ""
-    sha256: str = ""
-    size: int = 0
-    mtime: float = 0.0
-    meta: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -103,21 +76,19 @@ def collection_from_row(row: tuple) -> Collection:
     return Collection(id=cid, name=name, created_at=created_at, generation=generation, embedder=embedder, dim=dim)
 
 
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+def _checked_vectors(item: DocumentWrite) -> np.ndarray:
+    """The item's vectors as float32 [chunks, dim]; one vector per chunk or a ValueError."""
+    if len(item.chunks) != len(item.vectors):
+        raise ValueError(f"{item.source.path}: {len(item.chunks)} chunks but {len(item.vectors)} vectors")
+    if not item.chunks:
+        return item.vectors
+    return np.ascontiguousarray(item.vectors, dtype=np.float32).reshape(len(item.chunks), -1)
 
 
-def identifier_words(name: str) -> str:
-    """snake_case, CamelCase and dotted names as their words: `Flask.make_response`, `HTTPError` ->
-    `flask make response`, `http error` (what a searcher types; the name itself is indexed too)."""
-    return " ".join(w.lower() for part in re.split(r"[^0-9A-Za-z]+", name) for w in _CAMEL.findall(part))
-
-
-def path_terms(path: str) -> str:
-    """A path as words for the lexical index: `src/flask/app.py` -> `src flask app py`; words inside
-    names are split too (`JsonProvider.py` -> `JsonProvider json provider py`)."""
-    parts = [t for t in re.split(r"[^0-9A-Za-z]+", path) if t]
-    extra = [w for t in parts if (w := identifier_words(t)) and w != t.lower()]
-    return " ".join(parts + extra)
+def _stack_added(added: list[tuple[np.ndarray, np.ndarray]], dim: int) -> tuple[np.ndarray, np.ndarray]:
+    if not added:
+        return np.zeros(0, np.int64), np.zeros((0, dim), np.float32)
+    return np.concatenate([ids for ids, _ in added]), np.concatenate([vecs for _, vecs in added])
 
 
 class Store:
@@ -204,8 +175,7 @@ class Store:
     def delete_collection(self, name: str) -> None:
         coll = self.require_collection(name)
         with self.session() as s:
-            s.exec(text("DELETE FROM chunk_fts WHERE collection_id = :c").bindparams(c=coll.id))
-            s.exec(text("DELETE FROM chunk_cjk WHERE collection_id = :c").bindparams(c=coll.id))
+            lexical.remove_collection_rows(s.connection().connection.driver_connection, coll.id)
             s.exec(delete(Chunk).where(Chunk.collection_id == coll.id))
             s.exec(delete(Document).where(Document.collection_id == coll.id))
             s.exec(delete(Collection).where(Collection.id == coll.id))
@@ -243,86 +213,81 @@ class Store:
     def write_documents(self, collection: Collection, items: list[DocumentWrite]) -> list[Document]:
         """Replace several documents in one transaction (bulk loads: one commit, one generation bump).
 
-        Chunk ids are allocated in the transaction, so chunks, their embeddings and their FTS5 rows are
-        inserted with `executemany` rather than one ORM object at a time.
+        Chunk ids are allocated in the transaction, so chunks, their embeddings and their full-text rows
+        are inserted with `executemany` rather than one ORM object at a time.
         """
-        prepared = []
-        for item in items:
-            if len(item.chunks) != len(item.vectors):
-                raise ValueError(f"{item.source.path}: {len(item.chunks)} chunks but {len(item.vectors)} vectors")
-            vecs = np.ascontiguousarray(item.vectors, dtype=np.float32).reshape(len(item.chunks), -1) if item.chunks else item.vectors
-            prepared.append((item, vecs))
-        removed: list[int] = []
-        added_ids: list[np.ndarray] = []
-        added_vecs: list[np.ndarray] = []
-        doc_ids: list[int] = []
+        vectors = [_checked_vectors(item) for item in items]
         with self.session() as s:
-            conn = s.connection()
-            chunk_rows: list[tuple] = []
-            fts_rows: list[tuple] = []
-            cjk_rows: list[tuple] = []
-            next_id: int | None = None
-            for item, vecs in prepared:
-                src = item.source
-                doc = s.exec(
-                    select(Document).where(Document.collection_id == collection.id, Document.path == src.path)
-                ).first()
-                if doc is None:
-                    doc = Document(collection_id=collection.id, path=src.path)
-                else:
-                    old = list(s.exec(select(Chunk.id).where(Chunk.document_id == doc.id)).all())
-                    self._delete_chunks(s, old)
-                    removed.extend(old)
-                doc.root, doc.title, doc.kind = src.root, src.title, src.kind
-                doc.sha256, doc.size, doc.mtime = src.sha256, src.size, src.mtime
-                doc.meta = json.dumps(src.meta, default=str)
-                doc.status, doc.error, doc.n_chunks = item.status, item.error, len(item.chunks)
-                doc.ingested_at = utcnow()
-                s.add(doc)
-                s.flush()  # the first write takes the write lock, so max(id) below cannot race
-                doc_ids.append(doc.id)
-                if not item.chunks:
-                    continue
-                if next_id is None:
-                    next_id = int(conn.execute(text("SELECT coalesce(max(id), 0) FROM chunk")).scalar_one()) + 1
-                ids = np.arange(next_id, next_id + len(item.chunks), dtype=np.int64)
-                next_id += len(item.chunks)
-                path_words = path_terms(src.path)
-                for i, (cid, c) in enumerate(zip(ids.tolist(), item.chunks)):
-                    chunk_rows.append((
-                        cid, doc.id, collection.id, i, c.text, c.heading_path, c.anchor, c.page,
-                        c.line_start, c.line_end, c.symbol, c.n_tokens, vecs[i].tobytes(),
-                    ))
-                    symbol_words = identifier_words(c.symbol) if c.symbol else ""
-                    headings = " ".join(filter(None, [c.heading_path, c.symbol, symbol_words]))
-                    fts_rows.append((cid, src.title, headings, c.text, path_words, collection.id))
-                    if (cjk_row := cjk.row(cid, src.title, c.heading_path, c.text, collection.id)) is not None:
-                        cjk_rows.append(cjk_row)
-                added_ids.append(ids)
-                added_vecs.append(vecs)
-            raw = conn.connection.driver_connection
-            if chunk_rows:
-                raw.executemany(
-                    "INSERT INTO chunk (id, document_id, collection_id, ordinal, text, heading_path, anchor, page, "
-                    "line_start, line_end, symbol, n_tokens, embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    chunk_rows,
-                )
-                raw.executemany(
-                    "INSERT INTO chunk_fts(rowid, title, headings, body, path, collection_id) VALUES (?,?,?,?,?,?)",
-                    fts_rows,
-                )
-                if cjk_rows:
-                    raw.executemany("INSERT INTO chunk_cjk(rowid, body, collection_id) VALUES (?,?,?)", cjk_rows)
-            old_gen, new_gen = self._bump(s, collection.id) if (removed or chunk_rows) else (None, None)
+            raw = s.connection().connection.driver_connection
+            docs, removed = self._upsert_documents(s, collection, items)
+            added = self._insert_chunks(raw, collection, items, docs, vectors)
+            old_gen, new_gen = self._bump(s, collection.id) if (removed or added) else (None, None)
             s.commit()
-            docs: dict[int, Document] = {}
-            for start in range(0, len(doc_ids), 500):
-                part = doc_ids[start : start + 500]
-                docs.update((d.id, d) for d in s.exec(select(Document).where(Document.id.in_(part))).all())
+            written = self._reload(s, [d.id for d in docs])
         if new_gen is not None:
-            ids = np.concatenate(added_ids) if added_ids else np.zeros(0, np.int64)
-            vecs = np.concatenate(added_vecs) if added_vecs else np.zeros((0, collection.dim), np.float32)
+            ids, vecs = _stack_added(added, collection.dim)
             self.vectors.apply(collection.id, collection.dim, old_gen, new_gen, removed, ids, vecs)
+        return written
+
+    def _upsert_documents(self, s: Session, collection: Collection,
+                          items: list[DocumentWrite]) -> tuple[list[Document], list[int]]:
+        """The document row of each item, created or updated (its old chunks deleted); the removed chunk ids."""
+        docs: list[Document] = []
+        removed: list[int] = []
+        for item in items:
+            src = item.source
+            doc = s.exec(select(Document).where(Document.collection_id == collection.id, Document.path == src.path)).first()
+            if doc is None:
+                doc = Document(collection_id=collection.id, path=src.path)
+            else:
+                old = list(s.exec(select(Chunk.id).where(Chunk.document_id == doc.id)).all())
+                self._delete_chunks(s, old)
+                removed.extend(old)
+            doc.root, doc.title, doc.kind = src.root, src.title, src.kind
+            doc.sha256, doc.size, doc.mtime = src.sha256, src.size, src.mtime
+            doc.meta = json.dumps(src.meta, default=str)
+            doc.status, doc.error, doc.n_chunks = item.status, item.error, len(item.chunks)
+            doc.ingested_at = utcnow()
+            s.add(doc)
+            s.flush()  # the first write takes the write lock, so max(id) in _insert_chunks cannot race
+            docs.append(doc)
+        return docs, removed
+
+    @staticmethod
+    def _insert_chunks(raw, collection: Collection, items: list[DocumentWrite], docs: list[Document],
+                       vectors: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Chunk rows with their embeddings and full-text rows; (ids, vectors) of each document's chunks."""
+        next_id = int(raw.execute("SELECT coalesce(max(id), 0) FROM chunk").fetchone()[0]) + 1
+        chunk_rows: list[tuple] = []
+        texts: list[ChunkText] = []
+        added: list[tuple[np.ndarray, np.ndarray]] = []
+        for item, doc, vecs in zip(items, docs, vectors):
+            if not item.chunks:
+                continue
+            ids = np.arange(next_id, next_id + len(item.chunks), dtype=np.int64)
+            next_id += len(item.chunks)
+            for i, (cid, c) in enumerate(zip(ids.tolist(), item.chunks)):
+                chunk_rows.append((cid, doc.id, collection.id, i, c.text, c.heading_path, c.anchor, c.page,
+                                   c.line_start, c.line_end, c.symbol, c.n_tokens, vecs[i].tobytes()))
+                texts.append(ChunkText(cid, collection.id, item.source.title, c.heading_path, c.symbol, c.text,
+                                       item.source.path))
+            added.append((ids, vecs))
+        if chunk_rows:
+            raw.executemany(
+                "INSERT INTO chunk (id, document_id, collection_id, ordinal, text, heading_path, anchor, page, "
+                "line_start, line_end, symbol, n_tokens, embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                chunk_rows,
+            )
+            lexical.add_rows(raw, texts)
+        return added
+
+    @staticmethod
+    def _reload(s: Session, doc_ids: list[int]) -> list[Document]:
+        """The written documents as committed, in the order given."""
+        docs: dict[int, Document] = {}
+        for start in range(0, len(doc_ids), 500):
+            part = doc_ids[start : start + 500]
+            docs.update((d.id, d) for d in s.exec(select(Document).where(Document.id.in_(part))).all())
         return [docs[i] for i in doc_ids]
 
     def delete_document(self, collection: Collection, document_id: int) -> bool:
@@ -340,12 +305,9 @@ class Store:
 
     @staticmethod
     def _delete_chunks(s: Session, ids: list[int]) -> None:
+        lexical.remove_rows(s.connection().connection.driver_connection, ids)
         for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            marks = ",".join(str(int(i)) for i in part)
-            s.exec(text(f"DELETE FROM chunk_fts WHERE rowid IN ({marks})"))
-            s.exec(text(f"DELETE FROM chunk_cjk WHERE rowid IN ({marks})"))
-            s.exec(delete(Chunk).where(Chunk.id.in_(part)))
+            s.exec(delete(Chunk).where(Chunk.id.in_(ids[start : start + 500])))
 
     @staticmethod
     def _bump(s: Session, collection_id: int) -> tuple[int, int]:
@@ -391,18 +353,6 @@ class Store:
         """Make sure the current FAISS index of the collection is on disk under its generation."""
         self.vector_index(collection)
         self.vectors.save(collection.id)
-
-    def lexical_search(self, collection_ids: list[int], match: str, limit: int) -> list[tuple[int, float]]:
-        """BM25 over title, headings, body and path (title weighted); higher score is better."""
-        if not match or not collection_ids:
-            return []
-        marks = ",".join(str(int(c)) for c in collection_ids)
-        sql = text(
-            "SELECT rowid, -rank FROM chunk_fts "
-            f"WHERE chunk_fts MATCH :q AND collection_id IN ({marks}) ORDER BY rank LIMIT :n"
-        )
-        with self.engine.connect() as conn:
-            return [(int(r[0]), float(r[1])) for r in conn.execute(sql, {"q": match, "n": limit}).all()]
 
     def allowed_chunk_ids(self, collection_id: int, filters: SearchFilters) -> np.ndarray:
         """Ids of the chunks of one collection whose documents pass the filters (for FAISS selectors)."""

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
-from indexes.store import NewChunk, SourceInfo, Store, StoreError, path_terms
+from indexes.lexical import path_terms
+from indexes.store import NewChunk, SourceInfo, Store, StoreError
 
 
 def unit(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
@@ -42,8 +43,8 @@ def test_write_replaces_old_chunks_and_bumps_generation(store):
     assert store.counts(coll) == (1, 1)
     assert fts_rows(store) == 1
     assert store.get_collection("docs").generation == 2
-    assert store.lexical_search([coll.id], '"alpha"', 10) == []
-    assert len(store.lexical_search([coll.id], '"beta"', 10)) == 1
+    assert store.lexical.search([coll.id], ["alpha"], 10).top == []
+    assert len(store.lexical.search([coll.id], ["beta"], 10).top) == 1
 
 
 def test_failed_document_keeps_its_reason_and_no_chunks(store):
@@ -75,7 +76,7 @@ def test_a_failed_transaction_leaves_the_previous_version(store, monkeypatch):
     doc = store.get_document(coll, "a.md")
     assert doc.sha256 == "1"
     assert store.counts(coll) == (1, 1)
-    assert len(store.lexical_search([coll.id], '"kept"', 10)) == 1
+    assert len(store.lexical.search([coll.id], ["kept"], 10).top) == 1
 
 
 def test_delete_document_and_collection(store):

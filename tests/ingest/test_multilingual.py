@@ -6,7 +6,7 @@ import pytest
 
 from indexes.lexical import query_terms
 from indexes.maintenance import check_store
-from indexes.store import identifier_words, path_terms
+from indexes.lexical import identifier_words, path_terms
 from ingest.pipeline import ingest_paths
 
 pytestmark = pytest.mark.slow

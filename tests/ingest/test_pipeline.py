@@ -73,7 +73,7 @@ def test_handbook_ingest_rerun_change_delete(tmp_path, store, embedder):
     assert doc.n_chunks == changed.chunks_written >= before
     assert 1 <= changed.chunks_embedded < changed.chunks_written
     assert assert_consistent(store, "handbook") == first.chunks_written - before + doc.n_chunks
-    hits = store.lexical_search([coll.id], "zebra", 5)
+    hits = store.lexical.search([coll.id], ["zebra"], 5).top
     assert hits and "zebra crossing" in store.chunk_records([hits[0][0]])[hits[0][0]].text
 
     # delete one file: its document goes

@@ -1,0 +1,98 @@
+"""`assistant bench serve|ingest|retrieval` and `assistant eval retrieval|questions`: every flag of the
+measurement commands, in one place.
+
+Reaches the `assistant` command through the `assistant.commands` entry-point group, as the ingestion
+commands do: nothing in the server imports this package. Each subcommand runs a function of the module
+that does the work.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from assistant.backends.registry import backend_names
+from assistant.cli import add_common
+from evals import bench_ingest, bench_retrieval, bench_serve, eval_commands
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    bench = sub.add_parser("bench", help="measure performance (serving, ingestion, retrieval at scale)")
+    bench_sub = bench.add_subparsers(dest="bench_command", metavar="WHAT", required=True)
+    add_bench_serve(bench_sub)
+    add_bench_ingest(bench_sub)
+    add_bench_retrieval(bench_sub)
+
+    ev = sub.add_parser("eval", help="measure retrieval quality (BEIR data sets, question files)")
+    eval_sub = ev.add_subparsers(dest="eval_command", metavar="WHAT", required=True)
+    add_eval_retrieval(eval_sub)
+    add_eval_questions(eval_sub)
+
+
+def add_bench_serve(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="throughput and latency of /api/ask against the backend itself, by concurrency")
+    add_common(p)
+    p.add_argument("--collection", required=True, help="collection the questions are asked of")
+    p.add_argument("--concurrency", default="1,2,4,8,16,32", help="comma-separated levels (default 1,2,4,8,16,32)")
+    p.add_argument("--requests", type=int, help="requests per level and target, in two rounds (default: 2 x concurrency, at least 8)")
+    p.add_argument("--max-tokens", type=int, default=128, help="answer length asked for (default 128)")
+    p.add_argument("--questions", type=Path, help="a file of questions, one per line (default: a built-in set)")
+    p.add_argument("--out", type=Path, default=Path("bench-out"), help="folder for bench-serve.json and .png")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=bench_serve.run)
+
+
+def add_bench_ingest(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ingest", help="ingestion speed: end-to-end chunks/s vs raw encode, and the unchanged re-run")
+    p.add_argument("--data-dir", help="data directory (only its config is read; the bench uses a fresh store)")
+    p.add_argument("--config", help="TOML config file; env ASSISTANT_CONFIG")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="folders or files to ingest")
+    p.add_argument("--keep", type=Path, help="build the store here and keep it (default: a temporary directory)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=bench_ingest.run)
+
+
+def add_bench_retrieval(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("retrieval", help="hybrid search latency, ANN recall and cold start on synthetic collections")
+    add_common(p)
+    p.add_argument("--chunks", default="100000,1000000", help="comma-separated collection sizes (default 100000,1000000)")
+    p.add_argument("--queries", type=int, default=300, help="timed queries per size (after 20 warm-up queries)")
+    p.add_argument("--nprobe", default="", help="comma-separated IVF nprobe values for the recall table (default 16,32,setting,64)")
+    p.add_argument("--keep", type=Path, help="write the collections here and keep them; a collection of the right size found there is reused "
+                   "(default: a temporary directory, removed)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=bench_retrieval.run)
+
+
+def add_eval_retrieval(sub: argparse._SubParsersAction) -> None:
+    r = sub.add_parser("retrieval", help="nDCG@10, recall@10/100, MRR@10 on a BEIR data set")
+    add_common(r)
+    r.add_argument("--beir", required=True, type=Path, help="BEIR directory: corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv")
+    r.add_argument("--split", default="test", help="qrels split to score (default: test)")
+    r.add_argument(
+        "--fusion",
+        help="comma-separated methods to report: linear, rrf, dense, bm25, rerank (default: all but rerank; "
+        "the top-level figures are those of the configured fusion)",
+    )
+    r.add_argument("--limit", type=int, help="score only the first N judged queries")
+    r.add_argument("--store", type=Path, help="build (or reuse) the evaluation store here and keep it; default: a temporary one")
+    r.add_argument("--dense-weight", type=float, help="override retrieval.dense_weight")
+    r.add_argument("--rrf-k", type=float, help="override retrieval.rrf_k")
+    r.add_argument("--title-weight", type=float, help="override retrieval.title_weight")
+    r.add_argument("--normalisation", choices=["minmax", "zscore"], help="override retrieval.normalisation")
+    r.add_argument("--json", action="store_true", help="print one JSON object")
+    r.set_defaults(func=eval_commands.run_retrieval, overrides=eval_commands.retrieval_overrides)
+
+
+def add_eval_questions(sub: argparse._SubParsersAction) -> None:
+    q = sub.add_parser("questions", help="hit@1/5/10 of a JSONL questions file (and fact recall with --answers)")
+    add_common(q)
+    q.add_argument("file", type=Path, help="JSON Lines: question, source (path relative to --root), answer_facts (optional)")
+    q.add_argument("--root", type=Path, help="folder the sources are relative to; ingested into a temporary collection")
+    q.add_argument("--collection", "-c", help="use this existing collection of the data directory instead of ingesting --root")
+    q.add_argument("--store", type=Path, help="ingest --root into this data directory and keep it (re-runs skip unchanged files)")
+    q.add_argument("--answers", action="store_true", help="also generate answers with the configured backend and score fact recall")
+    q.add_argument("--backend", choices=backend_names(), help="LLM backend for --answers")
+    q.add_argument("-k", type=int, default=10, help="hits retrieved per question (default 10)")
+    q.add_argument("--json", action="store_true", help="print one JSON object")
+    q.set_defaults(func=eval_commands.run_questions, overrides=lambda a: {"backend": a.backend} if a.backend else {})

@@ -1,0 +1,108 @@
+"""Does a question find its source file, and does the answer state the expected facts?
+
+A questions file is JSON Lines: `question`, `source` (a path relative to the ingested root) and
+optionally `answer_facts` (strings the answer should contain, compared case-insensitively).
+The folder is ingested through the ingestion package's own API, with the options `assistant ingest`
+would use.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from indexes.retrieve import Retriever
+from indexes.store import Store
+from ingest.chunking import EmbedderLike
+from ingest.pipeline import ingest_paths
+from ingest.worker import options_from
+
+from evals.metrics import hit_at_k, percentile
+
+
+@dataclass
+class Question:
+    question: str
+    source: str
+    answer_facts: list[str] = field(default_factory=list)
+
+
+def load_questions(path: Path) -> list[Question]:
+    """The questions of a JSON Lines file; a line without `question` or `source` is an error."""
+    out: list[Question] = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if not row.get("question") or not row.get("source"):
+                raise ValueError(f"{path}:{n}: each line needs 'question' and 'source'")
+            out.append(Question(row["question"], row["source"].strip("/"), list(row.get("answer_facts") or [])))
+    return out
+
+
+def ingest_folder(store: Store, embedder: EmbedderLike, root: Path, collection: str, settings: Any) -> dict:
+    """Ingest ROOT into the collection as `assistant ingest` would (same options); the run's report."""
+    return ingest_paths(store, embedder, [root], collection, options=options_from(settings)).to_dict()
+
+
+def fact_recall(answer: str, facts: list[str]) -> tuple[int, int]:
+    """(facts found in the answer, facts), case-insensitive and whitespace-insensitive."""
+    flat = " ".join(answer.lower().split())
+    found = sum(1 for f in facts if " ".join(f.lower().split()) in flat)
+    return found, len(facts)
+
+
+def evaluate_questions(
+    retriever: Retriever, collection: str, questions: list[Question], *, k: int = 10
+) -> tuple[dict[str, float], list[dict]]:
+    """hit@1, hit@5, hit@10 (the source among the top-k hits) and per-question details."""
+    details: list[dict] = []
+    times: list[float] = []
+    for q in questions:
+        t0 = time.perf_counter()
+        hits = retriever.search(q.question, collection, k=k)
+        times.append((time.perf_counter() - t0) * 1000)
+        paths = [h.path for h in hits]
+        rank = paths.index(q.source) + 1 if q.source in paths else None
+        details.append({"question": q.question, "source": q.source, "rank": rank, "top": paths[:3]})
+    n = max(len(questions), 1)
+    metrics = {
+        f"hit@{c}": round(sum(hit_at_k([d["source"]] if d["rank"] and d["rank"] <= c else [], d["source"], c) for d in details) / n, 4)
+        for c in (1, 5, 10)
+    }
+    metrics["search_ms_p50"] = round(percentile(times, 50), 1)
+    return metrics, details
+
+
+async def answer_facts(
+    questions: list[Question], details: list[dict], collection: str, *, retriever, backend, settings
+) -> dict[str, float]:
+    """Generate an answer for each question with facts; fact recall = facts found / facts expected."""
+    from assistant.rag import answer
+
+    found_total = expected_total = 0
+    errors = 0
+    for q, d in zip(questions, details):
+        if not q.answer_facts:
+            continue
+        pieces: list[str] = []
+        async for event in answer(q.question, collection, retriever=retriever, backend=backend, settings=settings):
+            if event.type == "token":
+                pieces.append(event.data["text"])
+            elif event.type == "error":
+                errors += 1
+                d["error"] = event.data.get("message")
+        text = "".join(pieces)
+        found, expected = fact_recall(text, q.answer_facts)
+        found_total += found
+        expected_total += expected
+        d.update(answer=text, facts_found=found, facts_expected=expected)
+    return {
+        "fact_recall": round(found_total / expected_total, 4) if expected_total else 0.0,
+        "facts_expected": expected_total,
+        "answer_errors": errors,
+    }

@@ -1,0 +1,41 @@
+"""`assistant bench retrieval` at a tiny size: the report's shape, an IVF index past the threshold,
+recall measured against exact search, and a cold start that loads instead of rebuilding."""
+
+import json
+
+import pytest
+
+from assistant.cli import build_parser, main
+
+
+def test_bench_has_pluggable_subcommands():
+    parser = build_parser()
+    args = parser.parse_args(["bench", "retrieval", "--chunks", "1000", "--json"])
+    assert args.bench_command == "retrieval" and args.chunks == "1000"
+
+
+def test_bench_rejects_tiny_sizes(capsys):
+    assert main(["bench", "retrieval", "--chunks", "10"]) == 2
+    assert "at least 1000" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_bench_retrieval_small(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ASSISTANT_RETRIEVAL_ANN_THRESHOLD", "1000")
+    keep = tmp_path / "bench"
+    code = main(["bench", "retrieval", "--chunks", "2000", "--queries", "20", "--nprobe", "4,64", "--json",
+                 "--keep", str(keep), "--data-dir", str(tmp_path / "data")])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    (size,) = out["sizes"]
+    assert size["chunks"] == 2000 and size["search"]["queries"] == 20
+    assert size["search"]["p99_ms"] >= size["search"]["p50_ms"] > 0
+    ann = size["ann"]
+    assert ann["index"] == "ivf" and ann["vectors"] == 2000
+    assert 0 < ann["by_nprobe"]["4"]["recall@10"] <= ann["by_nprobe"]["64"]["recall@10"] <= 1.0
+    cold = size["cold_start"]
+    assert cold["rebuilds"] == 0 and cold["mapped"] and cold["index"] == "ivf"
+    # A second run with the same --keep reuses the collection instead of building it again.
+    assert main(["bench", "retrieval", "--chunks", "2000", "--queries", "20", "--json", "--keep", str(keep),
+                 "--data-dir", str(tmp_path / "data")]) == 0
+    assert json.loads(capsys.readouterr().out)["sizes"][0]["build"] == "reused"
