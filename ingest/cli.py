@@ -21,11 +21,12 @@ from typing import Any
 
 from rich.console import Console
 
+from indexes.factory import embedder_from
 from indexes.jobs import Jobs, worker_name
 from indexes.store import COLLECTION_NAME, Store, StoreError
 from ingest.pipeline import IngestReport, JobLink, ingest_paths
 from ingest.progress_ui import RunProgressBar, follow_job, print_job, print_summary
-from ingest.worker import Worker, make_embedder, options_from
+from ingest.worker import Worker, options_from
 
 # Libraries that log per-file notices ("No languages specified", pdfminer colour warnings) which
 # would tear through the progress bar; failures reach the user through the report instead.
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace, settings: Any) -> int:
         name = worker_name()
         claimed = jobs.claim(name, job_id=job.id)
         link = JobLink(jobs, job.id, name)
-        embedder = make_embedder(settings)
+        embedder = embedder_from(settings.embedder)
         try:
             with RunProgressBar(err, enabled=err.is_terminal) as bar:
                 report = ingest_paths(store, embedder, paths, args.collection, options=options_from(settings),

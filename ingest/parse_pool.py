@@ -17,7 +17,8 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from indexes.store import NewChunk
+from indexes.records import NewChunk
+from ingest.chunking import TokenCounter, parse_and_split
 from ingest.elements import Parsed, ParseError
 from ingest.sources import SourceFile
 
@@ -49,8 +50,6 @@ def _warm(parent: int) -> None:
 
 def _parse_in_child(source: SourceFile, data: bytes, chunk_tokens: int, overlap_tokens: int, model_path: str,
                     max_seq: int) -> tuple[Parsed, list[NewChunk], list[str]]:
-    from ingest.prepare import TokenCounter, parse_and_split
-
     counter = _counters.get(model_path)
     if counter is None:
         counter = _counters[model_path] = TokenCounter.for_model(model_path)
@@ -83,13 +82,19 @@ class ParsePool:
                 )
             return self._executor
 
+    def child_pids(self) -> list[int]:
+        """The parser process's pid (none before it starts): for tools and tests that watch it."""
+        with self._lock:
+            executor = self._executor
+        return list(getattr(executor, "_processes", None) or {}) if executor is not None else []
+
     def warm(self) -> None:
         """Start the child now (a second or two: imports and the parser's language model)."""
         self._pool().submit(int).result()
 
     def parse_and_split(self, source: SourceFile, data: bytes, chunk_tokens: int, overlap_tokens: int,
                         model_path: str, max_seq: int) -> tuple[Parsed, list[NewChunk], list[str]]:
-        """What `prepare.parse_and_split` returns, computed in the child; raises ParseError as it does."""
+        """What `chunking.parse_and_split` returns, computed in the child; raises ParseError as it does."""
         # A child found dead may have died between files (killed, out of memory): the file gets one
         # more try in a new child, and only a second death is put down to the file itself.
         for _ in range(2):

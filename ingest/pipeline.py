@@ -25,7 +25,8 @@ import numpy as np
 from indexes.jobs import FileState
 from indexes.models import Collection
 from indexes.store import DocumentWrite, Store
-from ingest.prepare import EmbedderLike, IngestOptions, Outcome, Preparer, source_info
+from ingest.chunking import EmbedderLike
+from ingest.prepare import IngestOptions, Outcome, Preparer, source_info
 from ingest.runstate import FileIssue, IngestReport, JobLink, Progress, ProgressEvent
 from ingest.sources import Scan, SourceFile, SourceProblem, scan
 

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
 
-from indexes.store import NewChunk
+from indexes.records import NewChunk
 from ingest.elements import Element
 
 CountTokens = Callable[[str], int]

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Callable
 
 from indexes.store import Store
+from ingest.chunking import EmbedderLike
 from ingest.pipeline import IngestReport, sync_changes
-from ingest.prepare import EmbedderLike, IngestOptions
+from ingest.prepare import IngestOptions
 from ingest.sources import is_hidden, resolve_root
 
 

@@ -17,10 +17,12 @@ import threading
 from dataclasses import replace
 from typing import Any, Callable
 
-from indexes.maintenance import check_store, purge_collection
+from indexes.factory import embedder_from
 from indexes.jobs import Jobs, worker_name
+from indexes.maintenance import check_store, purge_collection
 from indexes.models import IngestJob
 from indexes.store import Store, StoreError
+from ingest.chunking import EmbedderLike
 from ingest.pipeline import JobLink, Progress, ingest_paths
 from ingest.prepare import IngestOptions
 
@@ -42,31 +44,24 @@ def options_from(settings: Any, overrides: dict[str, Any] | None = None) -> Inge
     return replace(options, **values) if values else options
 
 
-def make_embedder(settings: Any):
-    """The configured embedder; its model loads on first use."""
-    from indexes.embed import Embedder
-
-    e = settings.embedder
-    return Embedder(e.model_path, batch_size=e.batch_size, max_seq_length=e.max_seq_length, dtype=e.dtype)
-
-
 class Worker:
     """Claims and runs jobs from one store until stopped."""
 
     def __init__(self, settings: Any, store: Store | None = None, *, name: str | None = None,
-                 progress: Callable[[IngestJob], Progress | None] | None = None) -> None:
+                 progress: Callable[[IngestJob], Progress | None] | None = None,
+                 embedder: EmbedderLike | None = None) -> None:
         self.settings = settings
         self.store = store or Store(settings.data_dir)
         self.jobs = Jobs(self.store.engine, stale_after_s=settings.ingest.worker_stale_s)
         self.name = name or worker_name()
         self.stop = threading.Event()
         self.progress = progress
-        self._embedder = None
+        self._embedder = embedder  # built from the settings on first use: a worker with no job loads no model
 
     @property
-    def embedder(self):
+    def embedder(self) -> EmbedderLike:
         if self._embedder is None:
-            self._embedder = make_embedder(self.settings)
+            self._embedder = embedder_from(self.settings.embedder)
         return self._embedder
 
     def check(self) -> list[str]:

@@ -47,8 +47,7 @@ def test_bad_files_are_listed_and_the_rest_indexed(tmp_path, settings_factory, e
         fh.write(b"# Odd\n\nA page whose name is not valid UTF-8 and holds a newline.\n")
 
     settings = settings_factory(ingest={"max_file_mb": 0.1})
-    worker = Worker(settings)
-    worker._embedder = embedder
+    worker = Worker(settings, embedder=embedder)
     jobs = Jobs(worker.store.engine)
     job = jobs.enqueue(0, "mixed", {"paths": [str(root)]})
     try:

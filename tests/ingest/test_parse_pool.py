@@ -9,7 +9,7 @@ import pytest
 
 from ingest.elements import ParseError
 from ingest.parse_pool import ParsePool
-from ingest.prepare import TokenCounter, parse_and_split
+from ingest.chunking import TokenCounter, parse_and_split
 from ingest.sources import walk
 
 PAGE = "# Leave\n\nYou get 25 days of annual leave.\n\n## Booking\n\nBook leave in the HR tool two weeks ahead.\n"
@@ -45,7 +45,7 @@ def test_a_killed_child_is_replaced(pool, embedder, tmp_path):
     (tmp_path / "leave.md").write_text(PAGE)
     [src] = walk(str(tmp_path / "leave.md"))
     pool.warm()
-    for pid in list(pool._executor._processes):
+    for pid in pool.child_pids():
         os.kill(pid, signal.SIGKILL)
     parsed, chunks, _ = pool.parse_and_split(src, src.abs_path.read_bytes(), 200, 32, str(embedder.model_path), 256)
     assert parsed.title == "Leave" and chunks
@@ -59,7 +59,7 @@ def test_the_child_ends_when_its_parent_is_killed(tmp_path):
 
     code = ("from ingest.parse_pool import ParsePool\n"
             "p = ParsePool.shared(); p.warm()\n"
-            "print(list(p._executor._processes)[0], flush=True)\n"
+            "print(p.child_pids()[0], flush=True)\n"
             "import time; time.sleep(60)\n")
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     child = int(parent.stdout.readline())
