@@ -1,7 +1,8 @@
 """The `assistant` command: subcommands are registered by small modules, each owning its commands.
 
-Commands of other packages (ingestion: `ingest`, `worker`) arrive through the `assistant.commands`
-entry-point group, so the server package never imports the ingestion worker.
+Commands of other packages arrive through the `assistant.commands` entry-point group (ingestion:
+`ingest`, `worker`, `jobs`; measurement: `bench`, `eval`), so the server package never imports the
+ingestion worker or the benchmarks.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ BUILTIN = [
     "assistant.commands.query",
     "assistant.commands.config",
     "assistant.commands.gpu",
-    "assistant.commands.evaluate",
-    "assistant.commands.bench",
 ]
 
 

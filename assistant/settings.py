@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, Field, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
+from assistant.backends.registry import backend_names
+
 
 def default_data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
@@ -267,7 +269,7 @@ class Settings(BaseSettings):
 
     config: Path | None = Field(None, description="TOML config file read before the environment")
     data_dir: Path = Field(default_factory=default_data_dir, description="where the store, indexes and logs live")
-    backend: Literal["llamacpp", "openai", "vllm", "echo"] = Field("llamacpp", description="LLM backend to answer with")
+    backend: str = Field("llamacpp", description=f"LLM backend to answer with: {', '.join(backend_names())}")
     log_level: str = Field("INFO", description="logging level")
     llamacpp: LlamaCppSettings = Field(default_factory=LlamaCppSettings)
     openai: OpenAISettings = Field(default_factory=OpenAISettings)
@@ -283,6 +285,13 @@ class Settings(BaseSettings):
     @classmethod
     def _expand(cls, v: Path) -> Path:
         return v.expanduser()
+
+    @field_validator("backend", mode="after")
+    @classmethod
+    def _known_backend(cls, v: str) -> str:
+        if v not in backend_names():
+            raise ValueError(f"unknown backend {v!r}; known: {', '.join(backend_names())}")
+        return v
 
     @classmethod
     def settings_customise_sources(

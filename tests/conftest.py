@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -21,6 +22,12 @@ def shared_path(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is not present (../shared sits beside the clone in CI, not in a user's clone)")
     return path
+
+
+def pytest_collection_modifyitems(items):
+    """Browser tests last: Playwright's synchronous API leaves an event loop behind that breaks async
+    tests run after it in the same process (scripts/test.sh also runs them in a process of their own)."""
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
 
 
 @pytest.fixture(scope="session")
@@ -53,3 +60,77 @@ def settings_factory(tmp_path):
         return Settings(**values)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def gguf_path():
+    from assistant.backends.llamacpp import packaged_model_path
+
+    return packaged_model_path()
+
+
+@pytest.fixture(scope="session")
+def llama(tmp_path_factory, gguf_path):
+    """The packaged Gemma-3-270M in-process, loaded once: small context, one request waiting at most."""
+    from assistant.backends.base import create_backend
+    from assistant.settings import Settings
+
+    settings = Settings(
+        data_dir=tmp_path_factory.mktemp("llama-data"),
+        backend="llamacpp",
+        llamacpp={"model_path": gguf_path, "n_ctx": 512, "n_threads": 2, "max_queue": 1, "seed": 7},
+    )
+    backend = create_backend(settings)
+    yield backend
+    asyncio.run(backend.aclose())
+
+
+@pytest.fixture(scope="module")
+def llama_server(gguf_path, tmp_path_factory):
+    """`python -m llama_cpp.server` with the packaged GGUF on a free 127.0.0.1 port; its /v1 URL (the
+    model is served as `tests.support.llama_server.MODEL_ALIAS`)."""
+    from tests.support.llama_server import LlamaServer
+
+    pytest.importorskip("sse_starlette", reason="the llama-cpp-python[server] extra is not installed")
+    server = LlamaServer(gguf_path, tmp_path_factory.mktemp("llama-server"), threads=2)
+    try:
+        server.start()
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def make_services(embedder):
+    """Services over a real store at the settings' data dir and the backend they name, sharing the
+    session's loaded embedder; `fill(store)` writes the documents first. Stores close at teardown."""
+    from assistant.backends.base import create_backend
+    from assistant.services import Services
+    from indexes.store import Store
+
+    made = []
+
+    def make(settings, fill=None):
+        store = Store(settings.data_dir)
+        if fill is not None:
+            fill(store)
+        made.append(Services.assemble(settings, store, embedder, create_backend(settings)))
+        return made[-1]
+
+    yield make
+    for services in made:
+        services.store.close()
+
+
+@pytest.fixture
+async def client(services):
+    """Litestar's in-process test client over the app built around the test's `services` fixture."""
+    from litestar.testing import AsyncTestClient
+
+    from assistant.app import create_app
+
+    async with AsyncTestClient(app=create_app(services.settings, services)) as c:
+        yield c

@@ -10,7 +10,7 @@ import pytest
 from assistant.backends.base import create_backend
 from assistant.citations import cited_numbers
 from assistant.rag import answer
-from assistant.services import make_retriever
+from indexes.factory import retriever_from
 from indexes.store import Store
 from ingest.pipeline import ingest_paths
 from tests.conftest import shared_path
@@ -66,7 +66,7 @@ def test_ingest_then_unchanged_reingest_embeds_nothing(ingested, handbook, embed
 
 def test_the_right_page_is_among_the_top_five_sources(ingested, settings_factory, embedder):
     store, _, _ = ingested
-    retriever = make_retriever(settings_factory(), store, embedder)
+    retriever = retriever_from(settings_factory().retrieval, store, embedder)
     found = {}
     for question, page in QUESTIONS:
         paths = [h.path for h in retriever.search(question, "handbook", k=5)]
@@ -78,7 +78,7 @@ async def test_real_llamacpp_answer_streams_and_cites_only_returned_sources(inge
     store, _, _ = ingested
     settings = settings_factory(backend="llamacpp", llamacpp={"n_ctx": 2048}, generation={"max_tokens": 48})
     backend = create_backend(settings)
-    retriever = make_retriever(settings, store, embedder)
+    retriever = retriever_from(settings.retrieval, store, embedder)
     try:
         for question, page in QUESTIONS[:2]:
             events = [e async for e in answer(question, ["handbook"], retriever=retriever, backend=backend, settings=settings)]

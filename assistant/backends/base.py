@@ -1,9 +1,10 @@
-"""The backend interface and the registry every backend (the echo test backend included) goes through."""
+"""The backend interface, and `create_backend`, which builds any backend of the registry (registry.py),
+the echo test backend included."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, AsyncIterator, Callable, Literal, Protocol, TypedDict
+from typing import TYPE_CHECKING, AsyncIterator, Literal, Protocol, TypedDict
 
 if TYPE_CHECKING:
     from assistant.settings import Settings
@@ -73,24 +74,12 @@ def completion_text(messages: list[Message]) -> str:
     return "\n\n".join(lines) + "\n\nAssistant:"
 
 
-BackendFactory = Callable[["Settings"], Backend]
-BACKENDS: dict[str, BackendFactory] = {}
-
-
-def register(name: str) -> Callable[[BackendFactory], BackendFactory]:
-    def deco(factory: BackendFactory) -> BackendFactory:
-        BACKENDS[name] = factory
-        return factory
-
-    return deco
-
-
 def create_backend(settings: "Settings") -> Backend:
     """Build the backend the settings name. Heavy libraries are imported by the factory, lazily."""
-    import assistant.backends  # noqa: F401  (registers the built-in backends)
+    from assistant.backends.registry import backend_names, load_factory
 
     try:
-        factory = BACKENDS[settings.backend]
+        factory = load_factory(settings.backend)
     except KeyError:
-        raise BackendError(f"unknown backend {settings.backend!r}; known: {', '.join(sorted(BACKENDS))}") from None
+        raise BackendError(f"unknown backend {settings.backend!r}; known: {', '.join(backend_names())}") from None
     return factory(settings)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, AsyncIterator, Literal
 
 import anyio
 
-from assistant.backends.base import BackendHealth, GenParams, Message, register
+from assistant.backends.base import BackendHealth, GenParams, Message
 
 if TYPE_CHECKING:
     from assistant.settings import Settings
@@ -67,7 +67,6 @@ class EchoBackend:
         return None
 
 
-@register("echo")
 def create_echo(settings: "Settings") -> EchoBackend:
     e = settings.echo
     return EchoBackend(e.context_window, e.prompt_style, e.delay_s)

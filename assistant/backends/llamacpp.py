@@ -24,7 +24,6 @@ from assistant.backends.base import (
     GenParams,
     Message,
     completion_text,
-    register,
 )
 from assistant.backends.slot import Slot, Ticket
 
@@ -260,7 +259,6 @@ def gpu_layers(setting: int | None) -> int:
     return -1 if llama_supports_gpu_offload() else 0
 
 
-@register("llamacpp")
 def create_llamacpp(settings: "Settings") -> LlamaCppBackend:
     try:
         from llama_cpp import Llama

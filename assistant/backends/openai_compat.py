@@ -30,7 +30,6 @@ from assistant.backends.base import (
     GenParams,
     Message,
     completion_text,
-    register,
 )
 from assistant.backends.replicas import Replica, Replicas
 
@@ -90,6 +89,12 @@ class OpenAIBackend:
         self._info: ServerInfo | None = None
         self._failed_at = -math.inf
         self._tokenize_route: str | None = None  # "vllm", "llamacpp" or "estimate", found on first count
+
+    @property
+    def tokenize_route(self) -> str | None:
+        """How prompts are counted: "vllm" or "llamacpp" (the server's endpoint), "estimate", or None
+        before the first count."""
+        return self._tokenize_route
 
     @property
     def base_url(self) -> str:
@@ -323,7 +328,6 @@ class OpenAIBackend:
                 pass
 
 
-@register("openai")
 def create_openai(settings: "Settings") -> OpenAIBackend:
     try:
         import httpx  # noqa: F401

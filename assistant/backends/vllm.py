@@ -12,11 +12,11 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator, Literal
+from typing import TYPE_CHECKING, AsyncIterator, Literal
 
 import anyio
 
-from assistant.backends.base import BackendError, BackendHealth, GenParams, Message, completion_text, register
+from assistant.backends.base import BackendError, BackendHealth, GenParams, Message, completion_text
 from assistant.backends.openai_compat import OpenAIBackend
 from assistant.backends.vllm_process import VLLMProcess, served_name
 
@@ -44,27 +44,6 @@ class LocalTokenizer:
             ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
             return len(ids)
         return len(self.tok(completion_text(messages))["input_ids"])  # with <bos>, as vLLM's /v1/completions
-
-
-def preset_settings(name: str) -> dict[str, Any]:
-    """A GPU preset's flags and environment as `vllm` settings; flags without a setting go to extra_args."""
-    from assistant.gpu.presets import get_preset
-    from assistant.settings import VLLMSettings
-
-    preset = get_preset(name)
-    out: dict[str, Any] = {"env": dict(preset.env)}
-    extra: list[str] = []
-    for flag, value in preset.flags.items():
-        field = flag.replace("-", "_")
-        if field in VLLMSettings.model_fields and field not in ("extra_args", "env"):
-            out[field] = value
-        elif value is True:
-            extra.append(f"--{flag}")
-        elif value is not False and value is not None:
-            extra += [f"--{flag}", str(value)]
-    if extra:
-        out["extra_args"] = extra
-    return out
 
 
 class VLLMBackend:
@@ -157,7 +136,6 @@ class VLLMBackend:
             await anyio.to_thread.run_sync(self.process.stop)
 
 
-@register("vllm")
 def create_vllm(settings: "Settings") -> VLLMBackend:
     """Start the managed server and wait for it (or its first failure); later failures restart it."""
     cfg = settings.vllm

@@ -95,7 +95,7 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
         pass
 
 
-def _child_setup(nice: int):
+def child_setup(nice: int):
     """What runs in the child before exec: die with the parent, then lower its CPU priority by `nice`
     (inherited by every process and thread vLLM starts)."""
 
@@ -223,7 +223,7 @@ class VLLMProcess:
                 self._proc = subprocess.Popen(
                     cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                     text=True, errors="replace", bufsize=1, start_new_session=True,
-                    preexec_fn=_child_setup(self.cfg.nice),
+                    preexec_fn=child_setup(self.cfg.nice),
                 )  # fmt: skip
             except OSError as exc:
                 self.last_exit = None

@@ -69,7 +69,7 @@ def _print_json(obj: Any) -> None:
 
 def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
     from assistant.gpu.doctor import diagnose, intent_from
-    from assistant.gpu.facts import load_facts
+    from assistant.gpu.smi import load_facts
     from assistant.gpu.probe import collect_facts
 
     try:

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from assistant.services import Services
+from assistant.backends.registry import backend_names
 from assistant.settings import Settings
 from assistant.sources import hit_to_source
 
@@ -24,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--collection", "-c", required=True, action="append", help="collection (repeat for several)")
     p.add_argument("-k", type=int, help="sources to give the model")
     add_filter_options(p)
-    p.add_argument("--backend", choices=["llamacpp", "openai", "vllm", "echo"], help="LLM backend")
+    p.add_argument("--backend", choices=backend_names(), help="LLM backend")
     p.add_argument("--json", action="store_true", help='print {"answer": ..., "sources": [...]} only')
     p.set_defaults(func=run_ask, overrides=lambda a: {"backend": a.backend} if a.backend else {})
 

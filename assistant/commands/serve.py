@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from assistant.settings import Settings
+from assistant.backends.registry import backend_names
+from assistant.settings import Settings, VLLMSettings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_common(p)
     p.add_argument("--host", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="port to bind (default 8000)")
-    p.add_argument("--backend", choices=["llamacpp", "openai", "vllm", "echo"], help="LLM backend")
+    p.add_argument("--backend", choices=backend_names(), help="LLM backend")
     p.add_argument("--model", help="model: a GGUF path for llamacpp, a model folder for vllm, a model name for openai")
     p.add_argument("--tensor-parallel-size", type=int, help="vllm: GPUs one model is split over")
     p.add_argument("--preset", help="vllm: a GPU launch preset (see `assistant presets`); flags given here win")
@@ -35,10 +36,10 @@ def overrides(args: argparse.Namespace) -> dict:
         )
     vllm: dict = {}
     if args.preset:
-        from assistant.backends.vllm import preset_settings
+        from assistant.gpu.presets import preset_settings
 
         try:
-            vllm.update(preset_settings(args.preset))
+            vllm.update(preset_settings(args.preset, VLLMSettings.model_fields))
         except KeyError as exc:
             raise SystemExit(f"assistant serve: {exc.args[0]}") from None
     vllm.update(out.get("vllm", {}))

@@ -8,9 +8,7 @@ dataclasses, so every rule can be tested on recorded facts.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
 from assistant.gpu.hardware import sm_name
@@ -177,26 +175,3 @@ def merge_gpus(primary: list[GpuFacts], secondary: list[GpuFacts]) -> list[GpuFa
         merged.append(gpu)
     merged.extend(by_index.values())
     return sorted(merged, key=lambda g: g.index)
-
-
-def load_facts(path: str | Path) -> Facts:
-    """Recorded facts: a facts.json file, or a folder of raw probe outputs (plus optional facts.json
-    and intent.json, which win over what the raw files say)."""
-    from assistant.gpu import smi
-
-    path = Path(path)
-    if path.is_file():
-        data = json.loads(path.read_text())
-        facts = Facts.from_dict(data.get("facts", data))  # `doctor --json` output, or bare facts
-        facts.source = str(path)
-        return facts
-    if not path.is_dir():
-        raise FileNotFoundError(f"no recorded facts at {path}")
-    facts = smi.load_raw_folder(path)
-    if (path / "facts.json").is_file():
-        recorded = json.loads((path / "facts.json").read_text())
-        facts = Facts.from_dict({**facts.to_dict(), **recorded})
-    if (path / "intent.json").is_file():
-        facts.intent = Intent(**json.loads((path / "intent.json").read_text()))
-    facts.source = str(path)
-    return facts

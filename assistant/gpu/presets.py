@@ -12,7 +12,7 @@ The engines decide what runs: vLLM's AWQ kernels need sm_75, so the V100 presets
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Iterable, Literal
 
 Mode = Literal["interactive", "batch"]
 
@@ -167,3 +167,23 @@ def get_preset(name: str) -> Preset:
 def presets_for(gpu: str, gpus: int) -> list[Preset]:
     """The presets written for this GPU model and count."""
     return [p for p in PRESETS.values() if p.gpu == gpu and p.gpus == gpus]
+
+
+def preset_settings(name: str, setting_names: Iterable[str]) -> dict[str, Any]:
+    """A preset's flags and environment as the vLLM settings named in `setting_names` (the server's
+    `vllm` section); flags without a setting of their own go to `extra_args`."""
+    preset = get_preset(name)
+    known = set(setting_names) - {"extra_args", "env"}
+    out: dict[str, Any] = {"env": dict(preset.env)}
+    extra: list[str] = []
+    for flag, value in preset.flags.items():
+        field_name = flag.replace("-", "_")
+        if field_name in known:
+            out[field_name] = value
+        elif value is True:
+            extra.append(f"--{flag}")
+        elif value is not False and value is not None:
+            extra += [f"--{flag}", str(value)]
+    if extra:
+        out["extra_args"] = extra
+    return out

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from assistant.gpu.facts import Facts, GpuFacts, TorchFacts, merge_gpus, relevant_env
+from assistant.gpu.facts import Facts, GpuFacts, Intent, TorchFacts, merge_gpus, relevant_env
 from assistant.gpu.hardware import MIB, capability_for, decode_throttle_reasons
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -222,4 +222,25 @@ def load_raw_folder(folder: Path) -> Facts:
                     gpu.nvlink_links_up = up
     if (folder / "dev-shm.txt").is_file():
         facts.shm_bytes = parse_df_bytes((folder / "dev-shm.txt").read_text())
+    return facts
+
+
+def load_facts(path: str | Path) -> Facts:
+    """Recorded facts: a facts.json file, or a folder of raw probe outputs (plus optional facts.json
+    and intent.json, which win over what the raw files say)."""
+    path = Path(path)
+    if path.is_file():
+        data = json.loads(path.read_text())
+        facts = Facts.from_dict(data.get("facts", data))  # `doctor --json` output, or bare facts
+        facts.source = str(path)
+        return facts
+    if not path.is_dir():
+        raise FileNotFoundError(f"no recorded facts at {path}")
+    facts = load_raw_folder(path)
+    if (path / "facts.json").is_file():
+        recorded = json.loads((path / "facts.json").read_text())
+        facts = Facts.from_dict({**facts.to_dict(), **recorded})
+    if (path / "intent.json").is_file():
+        facts.intent = Intent(**json.loads((path / "intent.json").read_text()))
+    facts.source = str(path)
     return facts

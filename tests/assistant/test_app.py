@@ -11,10 +11,10 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from assistant.app import create_app
-from assistant.backends.base import create_backend
-from assistant.local_server import serve_in_thread
+from evals.local_server import serve_in_thread
 from assistant.services import Services
-from indexes.store import NewChunk, SourceInfo, Store
+from indexes.store import Store
+from tests.support.stores import write_pages
 
 PAGES = {
     "travel/booking.md": ("Booking travel", "Book flights through the travel desk at least 14 days before departure."),
@@ -24,28 +24,12 @@ PAGES = {
 
 
 def fill(store: Store, embedder) -> None:
-    coll = store.ensure_collection("handbook", embedder.name, embedder.dim)
-    for path, (title, body) in PAGES.items():
-        store.write_document(
-            coll, SourceInfo(path=path, title=title, kind="md"), [NewChunk(text=body, heading_path=title, anchor="top")],
-            embedder.embed([body]),
-        )
+    write_pages(store, embedder, "handbook", PAGES, headings=True)
 
 
 @pytest.fixture
-def services(settings_factory, embedder):
-    settings = settings_factory()
-    store = Store(settings.data_dir)
-    fill(store, embedder)
-    svc = Services.assemble(settings, store, embedder, create_backend(settings))
-    yield svc
-    store.close()
-
-
-@pytest.fixture
-async def client(services):
-    async with AsyncTestClient(app=create_app(services.settings, services)) as c:
-        yield c
+def services(settings_factory, make_services, embedder):
+    return make_services(settings_factory(), lambda store: fill(store, embedder))
 
 
 def parse_sse(body: str) -> list[tuple[str, dict]]:

@@ -8,7 +8,8 @@ import anyio
 import pytest
 
 from assistant.backends.base import BackendBusy, BackendError, GenParams, completion_text, create_backend
-from tests.assistant.conftest import SERVER_MODEL, free_port
+from evals.local_server import free_port
+from tests.support.llama_server import MODEL_ALIAS as SERVER_MODEL
 
 QUESTION = [{"role": "user", "content": "Context:\n[1] France — geo/france.md\nThe capital of France is Paris.\n\n"
              "Question: What is the capital of France?\nAnswer:"}]
@@ -182,7 +183,7 @@ async def test_openai_health_and_model_discovery(remote):
 async def test_openai_completion_stream_and_exact_count(remote, llama):
     backend = remote(prompt_style="completion")
     assert backend.count_tokens(QUESTION) == llama.count_tokens(QUESTION)  # the server's tokenizer, same GGUF
-    assert backend._tokenize_route == "llamacpp"
+    assert backend.tokenize_route == "llamacpp"
     text = "".join(await collect(backend.stream(QUESTION, GenParams(max_tokens=8, temperature=0, stop=["\n\n"]))))
     assert "Paris" in text
 

@@ -4,12 +4,8 @@ jobs, GET /api/jobs/{id} reports them; documents and collections are deleted fas
 from __future__ import annotations
 
 import pytest
-from litestar.testing import AsyncTestClient
 from sqlalchemy import text
 
-from assistant.app import create_app
-from assistant.backends.base import create_backend
-from assistant.services import Services
 from indexes.store import Store
 
 pytestmark = pytest.mark.slow
@@ -26,26 +22,15 @@ def allowed(tmp_path):
 
 
 @pytest.fixture
-def services(settings_factory, embedder, allowed):
-    settings = settings_factory(ingest={"allowed_roots": [str(allowed)], "max_upload_mb": 1})
-    store = Store(settings.data_dir)
-    svc = Services.assemble(settings, store, embedder, create_backend(settings))
-    yield svc
-    store.close()
-
-
-@pytest.fixture
-async def client(services):
-    async with AsyncTestClient(app=create_app(services.settings, services)) as c:
-        yield c
+def services(settings_factory, make_services, allowed):
+    return make_services(settings_factory(ingest={"allowed_roots": [str(allowed)], "max_upload_mb": 1}))
 
 
 def run_worker(services) -> int:
     """What `assistant worker --once` does, in this process with the already-loaded embedder."""
     from ingest.worker import Worker  # tests may import the worker; the server package never does
 
-    worker = Worker(services.settings, services.store)
-    worker._embedder = services.embedder
+    worker = Worker(services.settings, services.store, embedder=services.embedder)
     return worker.run(once=True)
 
 

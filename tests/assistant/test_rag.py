@@ -11,8 +11,8 @@ from assistant.backends.base import BackendBusy, create_backend
 from assistant.prompts import build_prompt
 from assistant.rag import answer, prepare
 from indexes.retrieve import Retriever
-from indexes.store import NewChunk, SourceInfo
-from tests.assistant.conftest import free_port
+from tests.support.stores import write_pages
+from evals.local_server import free_port
 
 DOCS = {
     "travel/booking.md": ("Booking travel", ["Book flights through the travel desk at least 14 days before departure.",
@@ -24,10 +24,7 @@ DOCS = {
 
 @pytest.fixture
 def retriever(store, embedder):
-    coll = store.ensure_collection("handbook", embedder.name, embedder.dim)
-    for path, (title, texts) in DOCS.items():
-        chunks = [NewChunk(text=t, heading_path=title, anchor=f"s{i}") for i, t in enumerate(texts)]
-        store.write_document(coll, SourceInfo(path=path, title=title, kind="md"), chunks, embedder.embed(texts))
+    write_pages(store, embedder, "handbook", DOCS, headings=True)
     store.ensure_collection("empty", embedder.name, embedder.dim)
     return Retriever(store, embedder)
 

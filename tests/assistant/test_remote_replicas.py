@@ -14,9 +14,10 @@ from litestar.testing import AsyncTestClient
 
 from assistant.app import create_app
 from assistant.backends.base import BackendError, GenParams, create_backend
-from assistant.local_server import free_port, serve_in_thread
+from evals.local_server import free_port, serve_in_thread
 from assistant.services import Services
-from indexes.store import NewChunk, SourceInfo, Store
+from indexes.store import Store
+from tests.support.stores import write_pages
 from tests.support.llama_server import LlamaServer
 
 QUESTION = [{"role": "user", "content": "Question: What is the capital of France?\nAnswer:"}]
@@ -49,9 +50,7 @@ def openai_settings(settings_factory, urls: list[str], **extra):
 
 def fill(settings, embedder) -> Store:
     store = Store(settings.data_dir)
-    coll = store.ensure_collection("handbook", embedder.name, embedder.dim)
-    for path, (title, body) in DOCS.items():
-        store.write_document(coll, SourceInfo(path=path, title=title, kind="md"), [NewChunk(text=body)], embedder.embed([body]))
+    write_pages(store, embedder, "handbook", DOCS)
     return store
 
 

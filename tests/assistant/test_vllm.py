@@ -23,10 +23,12 @@ from assistant.backends.base import completion_text
 from assistant.backends.openai_compat import OpenAIBackend
 from assistant.backends.vllm import VLLMBackend
 from assistant.backends.vllm_process import VLLMProcess
-from assistant.local_server import serve_in_thread
-from assistant.services import Services, make_retriever
+from evals.local_server import serve_in_thread
+from assistant.services import Services
+from indexes.factory import retriever_from
 from assistant.settings import OpenAISettings, Settings, VLLMSettings
-from indexes.store import NewChunk, SourceInfo, Store
+from indexes.store import Store
+from tests.support.stores import write_pages
 from tests.support.vllm_server import MAX_MODEL_LEN, SERVED_NAME, require_vllm, vllm_settings
 
 pytestmark = pytest.mark.slow
@@ -70,14 +72,10 @@ def corpus(tmp_path_factory, embedder):
     """A store with a small handbook and a collection of long reports (each chunk ~600 tokens)."""
     data_dir = tmp_path_factory.mktemp("vllm-data")
     store = Store(data_dir)
-    coll = store.ensure_collection("handbook", embedder.name, embedder.dim)
-    for path, (title, body) in HANDBOOK.items():
-        store.write_document(coll, SourceInfo(path=path, title=title, kind="md"), [NewChunk(text=body)], embedder.embed([body]))
-    big = store.ensure_collection("reports", embedder.name, embedder.dim)
-    for i in range(6):
-        body = f"Report {i} of the observatory archive. " + LONG_SENTENCE * 14
-        store.write_document(big, SourceInfo(path=f"reports/q{i}.md", title=f"Report {i}", kind="md"),
-                             [NewChunk(text=body)], embedder.embed([body]))  # fmt: skip
+    write_pages(store, embedder, "handbook", HANDBOOK)
+    reports = {f"reports/q{i}.md": (f"Report {i}", f"Report {i} of the observatory archive. " + LONG_SENTENCE * 14)
+               for i in range(6)}
+    write_pages(store, embedder, "reports", reports)
     yield data_dir, store
     store.close()
 
@@ -153,7 +151,7 @@ def test_token_counts_are_exact_and_the_context_window_comes_from_the_server(vll
         # remote mode (the openai backend) counts with the server's /tokenize
         remote = OpenAIBackend(OpenAISettings(base_url=f"{vllm_process.base_url}/v1", prompt_style=style, context_window=4096))
         try:
-            assert remote.count_tokens(messages) == theirs and remote._tokenize_route == "vllm"
+            assert remote.count_tokens(messages) == theirs and remote.tokenize_route == "vllm"
             assert remote.context_window == MAX_MODEL_LEN and remote.model == SERVED_NAME
         finally:
             asyncio.run(remote.aclose())
@@ -225,7 +223,7 @@ async def test_sources_that_would_overflow_the_context_are_trimmed_to_fit(vllm_p
     settings.retrieval.k = 6
     with running_app(settings, store, embedder, vllm_process) as (url, backend):
         whole = sum(backend.count_tokens([{"role": "user", "content": h.text}])
-                    for h in make_retriever(settings, store, embedder).search("observatory reports", ["reports"], 6))  # fmt: skip
+                    for h in retriever_from(settings.retrieval, store, embedder).search("observatory reports", ["reports"], 6))  # fmt: skip
         assert whole > MAX_MODEL_LEN, "the sources alone would overflow the context"
         async with httpx.AsyncClient(timeout=300) as client:
             events = await ask(client, url, "What do the observatory reports contain?", "reports")

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from assistant.backends.vllm_process import VLLMProcess, _child_setup, build_command, build_env
+from assistant.backends.vllm_process import VLLMProcess, child_setup, build_command, build_env
 from assistant.settings import Settings, VLLMSettings
 
 
@@ -23,8 +23,8 @@ def test_the_engine_process_gives_up_the_cpu_priority_asked():
 
     ours = os.nice(0)
     probe = [sys.executable, "-c", "import os; print(os.nice(0))"]
-    assert int(subprocess.run(probe, preexec_fn=_child_setup(7), capture_output=True, text=True).stdout) == min(ours + 7, 19)
-    assert int(subprocess.run(probe, preexec_fn=_child_setup(0), capture_output=True, text=True).stdout) == ours
+    assert int(subprocess.run(probe, preexec_fn=child_setup(7), capture_output=True, text=True).stdout) == min(ours + 7, 19)
+    assert int(subprocess.run(probe, preexec_fn=child_setup(0), capture_output=True, text=True).stdout) == ours
     assert os.nice(0) == ours
 
 
@@ -131,13 +131,12 @@ async def test_health_is_degraded_and_ask_errors_promptly_while_vllm_cannot_star
     from assistant.app import create_app
     from assistant.backends.base import create_backend
     from assistant.services import Services
-    from indexes.store import NewChunk, SourceInfo, Store
+    from indexes.store import Store
+    from tests.support.stores import write_pages
 
     settings = failing_vllm_settings
     store = Store(settings.data_dir)
-    coll = store.ensure_collection("docs", embedder.name, embedder.dim)
-    body = "The travel desk books flights."
-    store.write_document(coll, SourceInfo(path="a.md", title="A", kind="md"), [NewChunk(text=body)], embedder.embed([body]))
+    write_pages(store, embedder, "docs", {"a.md": ("A", "The travel desk books flights.")})
     backend = create_backend(settings)  # returns once the first start has failed
     services = Services.assemble(settings, store, embedder, backend)
     try:

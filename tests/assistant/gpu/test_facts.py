@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from assistant.gpu.doctor import diagnose
-from assistant.gpu.facts import Facts, load_facts
+from assistant.gpu.facts import Facts
+from assistant.gpu.smi import load_facts
 from assistant.gpu.hardware import GIB, MIB, arch_runs_on, capability_for
 from assistant.gpu.smi import parse_df_bytes, parse_nvlink_status, parse_smi_xml, parse_topology
 from tests.conftest import shared_path

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from assistant.gpu.facts import Facts, load_facts
+from assistant.gpu.facts import Facts
+from assistant.gpu.smi import load_facts
 from assistant.gpu.hardware import MIB, decode_throttle_reasons
 from assistant.gpu.probe import collect_facts, read_nvml
 from assistant.gpu.smi import nvml_gpus, parse_smi_xml
