@@ -4,19 +4,43 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from assistant.settings import documented_settings
+from tests.support.import_graph import cycles, import_graph, module_files
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def test_import_layers_hold():
-    """indexes imports nothing of ours; ingest only indexes; assistant never ingest (pyproject.toml)."""
+    """evals on top; indexes imports nothing of ours; ingest only indexes; assistant never ingest; the
+    GPU tools stand alone (pyproject.toml)."""
     lint = Path(sys.executable).with_name("lint-imports")
     result = subprocess.run([str(lint)], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Contracts: 2 kept, 0 broken" in result.stdout
+    assert "Contracts: 3 kept, 0 broken" in result.stdout
+
+
+def test_no_module_of_ours_imports_one_that_imports_it_back():
+    assert cycles(import_graph(REPO)) == []
+
+
+def test_the_circle_check_sees_imports_inside_functions(tmp_path):
+    for name, body in {"a": "def f():\n    from indexes import b\n", "b": "from indexes.a import f\n"}.items():
+        (tmp_path / "indexes").mkdir(exist_ok=True)
+        (tmp_path / "indexes" / f"{name}.py").write_text(body)
+    assert cycles(import_graph(tmp_path)) == [["indexes.a", "indexes.b"]]
+
+
+def test_the_gpu_contract_names_every_other_module_of_the_server():
+    """A new module in assistant/ must be added to the GPU tools' forbidden list (or it could slip in)."""
+    contract = next(c for c in tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+                    if c.get("source_modules") == ["assistant.gpu"])
+    top = {m.split(".")[1] for m in module_files(REPO) if m.startswith("assistant.") and m != "assistant.gpu"}
+    named = {m.split(".")[1] for m in contract["forbidden_modules"] if m.startswith("assistant.")}
+    assert top - {"gpu"} == named
+    assert {"indexes", "ingest", "evals"} <= set(contract["forbidden_modules"])
 
 
 def test_every_setting_is_documented():

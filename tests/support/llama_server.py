@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from assistant.local_server import free_port
+from evals.local_server import free_port
 
 MODEL_ALIAS = "gemma-3-270m"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from assistant.local_server import free_port
+from evals.local_server import free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
