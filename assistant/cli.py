@@ -18,6 +18,7 @@ from assistant.settings import load_settings
 BUILTIN = [
     "assistant.commands.serve",
     "assistant.commands.query",
+    "assistant.commands.chat",
     "assistant.commands.config",
     "assistant.commands.gpu",
     "assistant.commands.evaluate",
