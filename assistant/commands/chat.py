@@ -15,9 +15,10 @@ from rich.markup import escape
 from rich.text import Text
 
 from indexes.conversations import create_conversation, list_turns
+from indexes.store import Store
 
-from assistant.commands.query import check_scope, fail, location
-from assistant.conversation import ConversationTurn, UnknownConversation, require_conversation
+from assistant.commands.query import fail, location
+from assistant.conversation import ConversationTurn, UnknownConversation, collections_of, require_conversation
 from assistant.services import Services
 from assistant.settings import Settings
 
@@ -42,11 +43,36 @@ def run_chat(args: argparse.Namespace, settings: Settings) -> int:
         return fail("-k must be between 1 and 50")
     if not args.collection and args.conversation is None:
         return fail("name a collection (--collection) or a conversation to resume (--conversation)")
+    store = Store(settings.data_dir)  # checked before the models load: a mistake is told at once
+    try:
+        collections, error = chat_scope(store, args)
+    finally:
+        store.close()
+    if error:
+        return fail(error)
     services = Services.build(settings)
     try:
-        return asyncio.run(chat(services, args))
+        return asyncio.run(chat(services, collections, args.conversation, args.k))
     finally:
         asyncio.run(services.aclose())
+
+
+def chat_scope(store: Store, args: argparse.Namespace) -> tuple[list[str], str | None]:
+    """The collections the chat asks (given, or the resumed conversation's), or what is wrong."""
+    collections = list(dict.fromkeys(args.collection or []))
+    if args.conversation is not None:
+        try:
+            conv = require_conversation(store.engine, args.conversation)
+        except UnknownConversation as exc:
+            return [], str(exc)
+        collections = collections or collections_of(conv)
+        if not collections:
+            return [], "the conversation names no collection: give --collection"
+    for name in collections:
+        if store.get_collection(name) is None:
+            known = ", ".join(c["name"] for c in store.list_collections()) or "none yet"
+            return [], f"unknown collection {name!r} (known: {known})"
+    return collections, None
 
 
 def read_line(console: Console) -> str | None:
@@ -58,31 +84,24 @@ def read_line(console: Console) -> str | None:
         return None
 
 
-async def chat(services: Services, args: argparse.Namespace) -> int:
+async def chat(services: Services, collections: list[str], conversation_id: int | None, k: int | None) -> int:
     console = Console(highlight=False)
     engine = services.store.engine
-    conversation_id = args.conversation
-    collections = list(dict.fromkeys(args.collection or []))
     if conversation_id is not None:
-        try:
-            conv = require_conversation(engine, conversation_id)
-        except UnknownConversation as exc:
-            return fail(str(exc))
-        collections = collections or ConversationTurn(engine, conv, []).collections
+        conv = require_conversation(engine, conversation_id)
         turns = list_turns(engine, conversation_id)
         console.print(f"[dim]Resuming conversation {conversation_id} ({escape(conv.title or 'untitled')}): {len(turns)} turns.[/dim]")
         for t in turns[-3:]:
             console.print(Text(f"> {t.question}\n{t.answer}", style="dim"))
-    if not collections:
-        return fail("the conversation names no collection: give --collection")
-    if err := check_scope(services, collections):
-        return fail(err)
-    console.print(f"[dim]Asking {', '.join(collections)}. /quit or Ctrl-D ends the chat.[/dim]")
+    console.print(f"[dim]Asking {escape(', '.join(collections))}. /quit or Ctrl-D ends the chat.[/dim]")
     limit = services.settings.server.max_question_chars
     status = 0
     while True:
         line = read_line(console)
-        if line is None or line.strip() in QUIT:
+        if line is None:
+            console.print()  # the prompt's line was left open
+            break
+        if line.strip() in QUIT:
             break
         question = line.strip()
         if not question:
@@ -93,7 +112,7 @@ async def chat(services: Services, args: argparse.Namespace) -> int:
         if conversation_id is None:
             conversation_id = create_conversation(engine, "", collections).id
             console.print(f"[dim]Conversation {conversation_id} (resume with --conversation {conversation_id}).[/dim]")
-        status |= await ask_in_conversation(services, console, conversation_id, collections, question, args.k)
+        status |= await ask_in_conversation(services, console, conversation_id, collections, question, k)
     if conversation_id is not None:
         console.print(f"[dim]Saved as conversation {conversation_id}.[/dim]")
     return status

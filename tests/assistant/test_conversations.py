@@ -290,7 +290,8 @@ async def test_a_follow_up_with_the_real_llamacpp_backend(data_dir, settings_fac
 
 
 def chat(data: Path, stdin: str, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", NO_COLOR="1")
+    pythonpath = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, PYTHONPATH=pythonpath, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", NO_COLOR="1")
     return subprocess.run(
         [sys.executable, "-m", "assistant.cli", "chat", "--data-dir", str(data), "--backend", "echo", "-k", "1", *args],
         input=stdin, capture_output=True, text=True, timeout=300, env=env, cwd=data.parent,
