@@ -105,6 +105,8 @@ class ConversationTurn:
 
     async def record(self, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
         """The answer's events, unchanged until `done`: the turn is stored first, then `done` says where."""
+        if not self.question:
+            raise RuntimeError("standalone_query() names the question: call it before record()")
         query = self.rewrite.query if self.rewrite else self.question
         try:
             async for event in events:

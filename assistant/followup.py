@@ -132,6 +132,9 @@ async def model_rewrite(
     except BackendError as exc:
         log.info("follow-up rewrite failed (%s); using the fallback", exc)
         return None
+    except Exception:  # the answer may still work: the rewrite never fails a question
+        log.warning("follow-up rewrite failed; using the fallback", exc_info=True)
+        return None
     finally:
         close = getattr(stream, "aclose", None)
         if close is not None:
