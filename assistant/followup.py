@@ -92,8 +92,10 @@ def rewrite_prompt(question: str, previous_question: str, previous_answer: str) 
 
 
 def checked_rewrite(text: str, question: str, previous_question: str) -> str | None:
-    """The model's rewrite when it looks like one: one line, not empty, not absurdly long, and sharing a
-    content word with the conversation (a rewrite about something else would retrieve the wrong sources)."""
+    """The model's rewrite when it looks like one: one line, not empty, not absurdly long, sharing a
+    content word with the conversation (a rewrite about something else would retrieve the wrong sources)
+    and adding one to the follow-up (a small base model tends to copy the follow-up as it is, which
+    would search for "it")."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     if not lines:
         return None
@@ -105,7 +107,8 @@ def checked_rewrite(text: str, question: str, previous_question: str) -> str | N
     limit = min(MAX_REWRITE_CHARS, 2 * (len(question) + len(previous_question)) + 40)
     if not line or len(line) > limit:
         return None
-    if not set(content_words(line)) & set(content_words(f"{question} {previous_question}")):
+    words = set(content_words(line))
+    if not words & set(content_words(f"{question} {previous_question}")) or words <= set(content_words(question)):
         return None
     return line
 

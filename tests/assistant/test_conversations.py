@@ -116,6 +116,7 @@ def test_a_model_rewrite_is_checked_before_it_is_used():
     assert checked_rewrite("   \n ", FOLLOW_UP, FIRST) is None
     assert checked_rewrite("reset " * 100, FOLLOW_UP, FIRST) is None  # absurdly long
     assert checked_rewrite("What is the capital of France?", FOLLOW_UP, FIRST) is None  # about something else
+    assert checked_rewrite(f" {FOLLOW_UP}", FOLLOW_UP, FIRST) is None  # copied: it would still search for "it"
 
 
 async def test_echo_takes_the_fallback_whatever_the_mode(settings_factory):
@@ -269,7 +270,8 @@ async def test_a_follow_up_with_the_real_llamacpp_backend(data_dir, settings_fac
     """The packaged Gemma-3-270M answers; `auto` takes the fallback (a base model has no chat template),
     `model` makes the real extra call, whose checked rewrite (or the fallback) must still find the page."""
     settings = settings_factory(
-        backend="llamacpp", generation={"max_tokens": 32}, conversations={"rewrite": rewrite, "rewrite_max_tokens": 32}
+        backend="llamacpp", generation={"max_tokens": 32},
+        conversations={"rewrite": rewrite, "rewrite_max_tokens": 32, "rewrite_timeout_s": 120},
     )
     services = Services.assemble(settings, Store(settings.data_dir), embedder, llama)
     try:
