@@ -23,6 +23,7 @@ from indexes.store import StoreError
 
 from assistant.routes.ask import ask
 from assistant.routes.collections import CollectionController
+from assistant.routes.conversations import ConversationController
 from assistant.routes.deps import provide_services
 from assistant.routes.health import health, status
 from assistant.routes.ingestion import add_source, delete_collection, delete_document, upload_documents
@@ -94,6 +95,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
             delete_document,
             delete_collection,
             JobController,
+            ConversationController,
         ],
         dependencies={"services": Provide(provide_services, sync_to_thread=False)},
         lifespan=[lifespan],

@@ -136,9 +136,11 @@ async def prepare(
     history: list[dict] | None = None,
     k: int | None = None,
     filters: dict | None = None,
+    query: str | None = None,
 ) -> PreparedAnswer:
     """Retrieve, build the prompt and open the backend stream (which takes a place in its queue).
 
+    Retrieval searches for `query` when given (a follow-up rewritten to stand alone), else the question.
     Raises BackendBusy when the backend's queue is full. Every other failure is kept and reported as
     the `error` event of `events()`. Call `events()` (or `aclose()`) so that the place is given back.
     """
@@ -148,7 +150,7 @@ async def prepare(
     def retrieve_and_build() -> tuple[float, Prompt]:
         # One worker-thread trip for both: under a burst of questions every trip back to the event
         # loop waits behind the others' work. Tokenizing is CPU work, or HTTP for remote servers.
-        hits = retriever.search(question, collections, k or settings.retrieval.k, filters=filters)
+        hits = retriever.search(query or question, collections, k or settings.retrieval.k, filters=filters)
         retrieved = time.perf_counter()
         prompt = build_prompt(question, hits, backend, gen.max_tokens, gen.margin_tokens, history)
         return (retrieved - started) * 1000, prompt
@@ -175,11 +177,12 @@ async def answer(
     history: list[dict] | None = None,
     k: int | None = None,
     filters: dict | None = None,
+    query: str | None = None,
 ) -> AsyncIterator[Event]:
     """The events answering question from collections (see the module docstring for the contract)."""
     prepared = await prepare(
         question, collections, retriever=retriever, backend=backend, settings=settings, history=history, k=k,
-        filters=filters,
+        filters=filters, query=query,
     )
     try:
         async for event in prepared.events():

@@ -257,6 +257,22 @@ class ServerSettings(BaseModel):
     cors_origins: list[str] = Field(default_factory=list, description="origins allowed to call the API from a browser")
 
 
+class ConversationSettings(BaseModel):
+    """Saved conversations, and how a follow-up question becomes a standalone search query."""
+
+    rewrite: Literal["auto", "model", "fallback"] = Field(
+        "auto", description="how a follow-up becomes a standalone search query: model = one short extra call to the "
+        "backend; fallback = the previous question's content words added to the follow-up (no call); auto = model "
+        "when the backend has a chat template, else fallback (the echo backend always takes the fallback)"
+    )
+    rewrite_max_tokens: int = Field(48, ge=8, le=256, description="most tokens the model's rewrite may have")
+    rewrite_timeout_s: float = Field(
+        10.0, gt=0, description="how long the model's rewrite may take before the fallback is used instead"
+    )
+    history_turns: int = Field(10, ge=0, le=100, description="most recent turns of a conversation given to the model as history")
+    max_title_chars: int = Field(200, ge=1, description="longest conversation title accepted")
+
+
 class Settings(BaseSettings):
     """Everything configurable, in one place."""
 
@@ -280,6 +296,7 @@ class Settings(BaseSettings):
     generation: GenerationSettings = Field(default_factory=GenerationSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    conversations: ConversationSettings = Field(default_factory=ConversationSettings)
 
     @field_validator("data_dir", mode="after")
     @classmethod

@@ -117,3 +117,27 @@ class IngestFile(SQLModel, table=True):
     chunks: int = 0
     size: int = 0
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class Conversation(SQLModel, table=True):
+    """A saved conversation: its turns are the history of each new question asked in it."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    title: str = ""
+    collections: str = "[]"  # JSON list of collection names its questions search by default
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow, index=True)  # the last turn (lists sort by it)
+
+
+class Turn(SQLModel, table=True):
+    """One question of a conversation, the standalone search query it became, its answer and sources."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    conversation_id: int = Field(
+        sa_column=Column(Integer, ForeignKey("conversation.id", ondelete="CASCADE"), index=True, nullable=False)
+    )
+    question: str
+    query: str = ""  # what retrieval searched for (the question rewritten to stand alone)
+    answer: str = ""
+    sources: str = "[]"  # JSON: the sources event as the client saw it
+    created_at: datetime = Field(default_factory=utcnow)

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from assistant.backends.base import BackendBusy
 from assistant.rag import Event, prepare
+from assistant.routes.conversations import open_conversation_turn
 from assistant.routes.deps import require_collection
 from assistant.services import Services
 
@@ -37,6 +38,7 @@ class AskRequest(BaseModel):
     k: int | None = Field(None, ge=1, le=50)
     history: list[Turn] = Field(default_factory=list, max_length=20)
     filters: Filters | None = None
+    conversation_id: int | None = Field(None, description="a saved conversation to continue (its turns are the history)")
 
     def scope(self) -> list[str]:
         names = list(self.collections or []) + ([self.collection] if self.collection else [])
@@ -65,8 +67,12 @@ def to_message(event: Event) -> ServerSentEventMessage:
 
 @post("/api/ask", tags=["ask"], status_code=200)
 async def ask(services: Services, data: AskRequest) -> ServerSentEvent:
+    conversation = open_conversation_turn(services, data)
     scope = validate_ask(services, data)
     try:
+        query = None
+        if conversation is not None:
+            query = await conversation.standalone_query(services.backend, data.question.strip(), services.settings.conversations)
         # Retrieval, the prompt and a place in the backend's queue: a full queue is a 429, not a stream.
         prepared = await prepare(
             data.question.strip(),
@@ -74,9 +80,10 @@ async def ask(services: Services, data: AskRequest) -> ServerSentEvent:
             retriever=services.retriever,
             backend=services.backend,
             settings=services.settings,
-            history=[t.model_dump() for t in data.history],
+            history=conversation.history if conversation else [t.model_dump() for t in data.history],
             k=data.k,
             filters=data.filters.model_dump() if data.filters else None,
+            query=query,
         )
     except BackendBusy as exc:
         raise HTTPException(
@@ -86,7 +93,8 @@ async def ask(services: Services, data: AskRequest) -> ServerSentEvent:
     async def stream() -> AsyncIterator[ServerSentEventMessage]:
         services.in_flight += 1
         try:
-            async for event in prepared.events():
+            events = prepared.events()
+            async for event in conversation.record(events) if conversation else events:
                 yield to_message(event)
         finally:
             services.in_flight -= 1

@@ -1,0 +1,126 @@
+"""Saved conversations: list, create, read (with turns), rename, delete.
+
+A conversation is started with POST /api/conversations; its id then goes with each question to
+/api/ask (`conversation_id`), which takes the history from the stored turns and appends the new one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+from anyio import to_thread
+from litestar import Controller, delete, get, patch, post
+from litestar.exceptions import NotFoundException, ValidationException
+from litestar.params import Parameter
+from pydantic import BaseModel, Field
+
+from indexes.conversations import (
+    conversation_dict,
+    create_conversation,
+    delete_conversation,
+    get_conversation,
+    list_conversations,
+    list_turns,
+    rename_conversation,
+)
+
+from assistant.conversation import ConversationTurn, UnknownConversation
+from assistant.routes.deps import require_collection
+from assistant.services import Services
+
+if TYPE_CHECKING:
+    from assistant.routes.ask import AskRequest
+
+
+class NewConversation(BaseModel):
+    title: str = Field("", description="empty = named after its first question")
+    collections: list[str] = Field(default_factory=list, max_length=16, description="what its questions search by default")
+
+
+class Rename(BaseModel):
+    title: str
+
+
+def checked_title(services: Services, title: str, *, required: bool) -> str:
+    title = " ".join(title.split())
+    limit = services.settings.conversations.max_title_chars
+    if required and not title:
+        raise ValidationException("the title is empty")
+    if len(title) > limit:
+        raise ValidationException(f"the title is too long: {len(title)} characters, at most {limit}")
+    return title
+
+
+def open_conversation_turn(services: Services, data: "AskRequest") -> ConversationTurn | None:
+    """The conversation an /api/ask request continues (None without `conversation_id`); 404 when unknown.
+
+    Its stored turns are the history, so a `history` sent too is refused; a request that names no
+    collection searches the conversation's.
+    """
+    if data.conversation_id is None:
+        return None
+    if data.history:
+        raise ValidationException("give either `history` or `conversation_id`: a conversation's history is its stored turns")
+    try:
+        turn = ConversationTurn.open(
+            services.store.engine, data.conversation_id, history_turns=services.settings.conversations.history_turns
+        )
+    except UnknownConversation as exc:
+        raise NotFoundException(str(exc)) from None
+    if not data.scope():
+        data.collections = turn.collections
+    return turn
+
+
+class ConversationController(Controller):
+    path = "/api/conversations"
+    tags = ["conversations"]
+
+    @get("/")
+    async def list_all(
+        self, services: Services,
+        q: Annotated[str | None, Parameter(description="only titles containing this", max_length=200)] = None,
+        offset: Annotated[int, Parameter(ge=0)] = 0,
+        limit: Annotated[int, Parameter(ge=1, le=200)] = 50,
+    ) -> dict:
+        """The conversations most recently used first."""
+        rows, total = await to_thread.run_sync(
+            lambda: list_conversations(services.store.engine, title_contains=q, limit=limit, offset=offset)
+        )
+        return {"conversations": [conversation_dict(c) for c in rows], "total": total, "offset": offset, "limit": limit}
+
+    @post("/", status_code=201)
+    async def create(self, services: Services, data: NewConversation) -> dict:
+        title = checked_title(services, data.title, required=False)
+        collections = list(dict.fromkeys(data.collections))
+        for name in collections:
+            require_collection(services, name)
+        conv = await to_thread.run_sync(lambda: create_conversation(services.store.engine, title, collections))
+        return conversation_dict(conv, [])
+
+    @get("/{conversation_id:int}")
+    async def read(self, services: Services, conversation_id: int) -> dict:
+        """The conversation with every turn: question, search query, answer and sources."""
+        def run() -> dict | None:
+            conv = get_conversation(services.store.engine, conversation_id)
+            return None if conv is None else conversation_dict(conv, list_turns(services.store.engine, conversation_id))
+
+        out = await to_thread.run_sync(run)
+        if out is None:
+            raise NotFoundException(f"unknown conversation: {conversation_id}")
+        return out
+
+    @patch("/{conversation_id:int}")
+    async def rename(self, services: Services, conversation_id: int, data: Rename) -> dict:
+        title = checked_title(services, data.title, required=True)
+        conv = await to_thread.run_sync(lambda: rename_conversation(services.store.engine, conversation_id, title))
+        if conv is None:
+            raise NotFoundException(f"unknown conversation: {conversation_id}")
+        return conversation_dict(conv)
+
+    @delete("/{conversation_id:int}", status_code=200)
+    async def remove(self, services: Services, conversation_id: int) -> dict:
+        """Delete a conversation and its turns."""
+        if not await to_thread.run_sync(delete_conversation, services.store.engine, conversation_id):
+            raise NotFoundException(f"unknown conversation: {conversation_id}")
+        return {"deleted": conversation_id}

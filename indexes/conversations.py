@@ -1,0 +1,138 @@
+"""Saved conversations and their turns, kept in the store.
+
+Plain functions over the store's engine: each opens its own short session, so they are safe to call
+from worker threads. Deleting a conversation deletes its turns (the foreign key cascades).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import func
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from indexes.models import Conversation, Turn, utcnow
+
+TITLE_FROM_QUESTION_CHARS = 80  # an untitled conversation is named after its first question, cut here
+
+
+def _session(engine: Engine) -> Session:
+    return Session(engine, expire_on_commit=False)
+
+
+def _iso(dt: datetime) -> str:
+    """SQLite gives our UTC datetimes back without a zone: say it."""
+    return (dt.astimezone(timezone.utc) if dt.tzinfo else dt.replace(tzinfo=timezone.utc)).isoformat()
+
+
+def create_conversation(engine: Engine, title: str = "", collections: list[str] | None = None) -> Conversation:
+    with _session(engine) as s:
+        conv = Conversation(title=title, collections=json.dumps(list(collections or [])))
+        s.add(conv)
+        s.commit()
+        s.refresh(conv)
+        return conv
+
+
+def get_conversation(engine: Engine, conversation_id: int) -> Conversation | None:
+    with _session(engine) as s:
+        return s.get(Conversation, conversation_id)
+
+
+def list_conversations(
+    engine: Engine, *, title_contains: str | None = None, limit: int = 50, offset: int = 0
+) -> tuple[list[Conversation], int]:
+    """The conversations most recently used first (a page of them), and how many match in all."""
+    with _session(engine) as s:
+        where = []
+        if title_contains:
+            where.append(col(Conversation.title).contains(title_contains, autoescape=True))
+        total = s.exec(select(func.count()).select_from(Conversation).where(*where)).one()
+        rows = s.exec(
+            select(Conversation).where(*where)
+            .order_by(col(Conversation.updated_at).desc(), col(Conversation.id).desc())
+            .offset(offset).limit(limit)
+        ).all()
+        return list(rows), int(total)
+
+
+def rename_conversation(engine: Engine, conversation_id: int, title: str) -> Conversation | None:
+    with _session(engine) as s:
+        conv = s.get(Conversation, conversation_id)
+        if conv is None:
+            return None
+        conv.title = title
+        s.add(conv)
+        s.commit()
+        s.refresh(conv)
+        return conv
+
+
+def delete_conversation(engine: Engine, conversation_id: int) -> bool:
+    """Delete a conversation and its turns; False when there was none."""
+    with _session(engine) as s:
+        conv = s.get(Conversation, conversation_id)
+        if conv is None:
+            return False
+        s.delete(conv)
+        s.commit()
+        return True
+
+
+def list_turns(engine: Engine, conversation_id: int, *, last: int | None = None) -> list[Turn]:
+    """The turns of a conversation, oldest first; only the `last` n when given."""
+    with _session(engine) as s:
+        q = select(Turn).where(Turn.conversation_id == conversation_id).order_by(col(Turn.id).desc())
+        if last is not None:
+            q = q.limit(last)
+        return list(reversed(s.exec(q).all()))
+
+
+def add_turn(
+    engine: Engine, conversation_id: int, *, question: str, query: str, answer: str, sources: list[dict[str, Any]]
+) -> Turn:
+    """Append a turn and mark the conversation as just used; an untitled one takes its first question."""
+    with _session(engine) as s:
+        conv = s.get(Conversation, conversation_id)
+        if conv is None:
+            raise LookupError(f"no conversation {conversation_id}")
+        turn = Turn(
+            conversation_id=conversation_id, question=question, query=query, answer=answer,
+            sources=json.dumps(sources, ensure_ascii=False, default=str),
+        )
+        conv.updated_at = utcnow()
+        if not conv.title.strip():
+            conv.title = " ".join(question.split())[:TITLE_FROM_QUESTION_CHARS]
+        s.add(turn)
+        s.add(conv)
+        s.commit()
+        s.refresh(turn)
+        return turn
+
+
+def conversation_dict(conv: Conversation, turns: list[Turn] | None = None) -> dict[str, Any]:
+    """A conversation as clients see it (with its turns when given)."""
+    out: dict[str, Any] = {
+        "id": conv.id,
+        "title": conv.title,
+        "collections": json.loads(conv.collections or "[]"),
+        "created_at": _iso(conv.created_at),
+        "updated_at": _iso(conv.updated_at),
+    }
+    if turns is not None:
+        out["turns"] = [turn_dict(t) for t in turns]
+    return out
+
+
+def turn_dict(turn: Turn) -> dict[str, Any]:
+    return {
+        "id": turn.id,
+        "question": turn.question,
+        "query": turn.query,
+        "answer": turn.answer,
+        "sources": json.loads(turn.sources or "[]"),
+        "created_at": _iso(turn.created_at),
+    }
