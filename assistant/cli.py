@@ -19,6 +19,7 @@ from assistant.settings import load_settings
 BUILTIN = [
     "assistant.commands.serve",
     "assistant.commands.query",
+    "assistant.commands.mcp",
     "assistant.commands.config",
     "assistant.commands.gpu",
 ]
