@@ -2,13 +2,13 @@
 coding agents, over stdio (`assistant mcp`) or streamable HTTP (mounted at /mcp by the app).
 
 The services come from a callable, because the app builds them in its lifespan, after this server
-exists. Store and retrieval work runs in a worker thread so that an HTTP server's event loop keeps
+exists (and `assistant mcp` on the first call); it is called in a worker thread. Store and retrieval work runs in a worker thread so that an HTTP server's event loop keeps
 streaming other answers meanwhile.
 """
 
 # No `from __future__ import annotations`: FastMCP reads the tools' annotations to build their schemas.
 
-import functools
+import logging
 from typing import Annotated, Any, Callable
 
 from anyio import to_thread
@@ -26,6 +26,7 @@ INSTRUCTIONS = (
     "open the file there, or call read_source for the text around a passage."
 )
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")  # the names FastMCP accepts
 READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
 
 Collection = Annotated[
@@ -44,6 +45,7 @@ Kinds = Annotated[
 
 def build_mcp_server(services: Callable[[], Services], settings: Settings) -> FastMCP:
     """A FastMCP server whose tools call mcp_tools with the services `services()` returns."""
+    log_level = settings.log_level.upper()
     server = FastMCP(
         "local-rag-assistant",
         instructions=INSTRUCTIONS,
@@ -52,11 +54,17 @@ def build_mcp_server(services: Callable[[], Services], settings: Settings) -> Fa
         # Each HTTP request stands alone: no session state to lose when the server restarts.
         stateless_http=True,
         json_response=True,
-        log_level=settings.log_level.upper(),
+        log_level=log_level if log_level in LOG_LEVELS else "INFO",
     )
 
+    # The MCP package logs every request at INFO, and the server logs no other request: below DEBUG,
+    # keep its warnings only.
+    level = logging.getLevelName(log_level)
+    if isinstance(level, int) and level > logging.DEBUG:
+        logging.getLogger("mcp").setLevel(max(logging.WARNING, level))
+
     async def in_thread(fn: Callable[..., dict], *args: Any) -> dict[str, Any]:
-        return await to_thread.run_sync(functools.partial(fn, services(), *args))
+        return await to_thread.run_sync(lambda: fn(services(), *args))
 
     @server.tool(annotations=READ_ONLY)
     async def list_collections() -> dict[str, Any]:
@@ -85,7 +93,7 @@ def build_mcp_server(services: Callable[[], Services], settings: Settings) -> Fa
     ) -> dict[str, Any]:
         """Answer a question from a collection with the local model. The answer cites its sources as
         [n]; the sources come back with their paths and line ranges or pages, the cited ones first."""
-        return await tools.ask(services(), question, collection, k, paths, kinds)
+        return await tools.ask(await to_thread.run_sync(services), question, collection, k, paths, kinds)
 
     @server.tool(annotations=READ_ONLY)
     async def read_source(

@@ -32,7 +32,7 @@ class DocumentRef:
 
 
 @dataclass
-class ChunkText:
+class PassageChunk:
     """One chunk of a document in reading order."""
 
     chunk_id: int
@@ -54,7 +54,7 @@ class Passage:
     """Some chunks of one document (the ones asked for, and their neighbours), in order."""
 
     document: DocumentRef
-    chunks: list[ChunkText]
+    chunks: list[PassageChunk]
     targets: list[int]  # chunk ids of the chunks asked for (the others are neighbours)
 
 
@@ -83,14 +83,14 @@ def document_at(store: Store, collection: str, path: str) -> DocumentRef | None:
     return _document(store, "k.name = ? AND d.path = ?", (collection, path))
 
 
-def chunks_between(store: Store, document_id: int, first: int, last: int) -> list[ChunkText]:
+def chunks_between(store: Store, document_id: int, first: int, last: int) -> list[PassageChunk]:
     """The chunks of a document whose ordinals lie in [first, last], in reading order."""
     rows = read_rows(
         store.engine,
         f"SELECT {READ_COLUMNS} FROM chunk c WHERE c.document_id = ? AND c.ordinal BETWEEN ? AND ? ORDER BY c.ordinal",
         (document_id, max(0, first), last),
     )
-    return [ChunkText(*r) for r in rows]
+    return [PassageChunk(*r) for r in rows]
 
 
 def ordinals_covering(

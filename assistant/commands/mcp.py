@@ -13,7 +13,10 @@ import io
 import logging
 import os
 import sys
+import threading
 
+from assistant.backends.registry import backend_names
+from assistant.services import Services
 from assistant.settings import Settings
 
 
@@ -22,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("mcp", help="serve the MCP tools (search, ask, read_source) over stdio for editors and agents")
     add_common(p)
-    p.add_argument("--backend", choices=["llamacpp", "openai", "vllm", "echo"], help="LLM backend for `ask`")
+    p.add_argument("--backend", choices=backend_names(), help="LLM backend for `ask`")
     p.set_defaults(func=run, overrides=lambda a: {"backend": a.backend} if a.backend else {})
 
 
@@ -34,16 +37,34 @@ def keep_stdout_for_protocol() -> None:
     sys.stdout = io.TextIOWrapper(os.fdopen(protocol, "wb"), encoding="utf-8", line_buffering=True)
 
 
+class LazyServices:
+    """The services, built on the first tool call: the client's handshake is answered at once instead
+    of after the models load (editors give a server a few seconds to start)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.built: Services | None = None
+        self.lock = threading.Lock()
+
+    def __call__(self) -> Services:
+        with self.lock:
+            if self.built is None:
+                self.built = Services.build(self.settings)
+            return self.built
+
+    def close(self) -> None:
+        if self.built is not None:
+            asyncio.run(self.built.aclose())
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     keep_stdout_for_protocol()
     logging.basicConfig(stream=sys.stderr, level=settings.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     from assistant.mcp_server import build_mcp_server
-    from assistant.services import Services
 
-    services = Services.build(settings)
-    server = build_mcp_server(lambda: services, settings)
+    services = LazyServices(settings)
     try:
-        server.run("stdio")
+        build_mcp_server(services, settings).run("stdio")
     finally:
-        asyncio.run(services.aclose())
+        services.close()
     return 0
