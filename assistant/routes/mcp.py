@@ -14,6 +14,7 @@ from litestar.handlers import ASGIRouteHandler, asgi
 from litestar.types import Receive, Scope, Send
 
 from assistant.mcp_server import build_mcp_server
+from assistant.services import Services
 from assistant.settings import Settings
 
 MCP_PATH = "/mcp"
@@ -26,7 +27,7 @@ def mcp_mount(settings: Settings) -> tuple[list[ASGIRouteHandler], list[Callable
         return [], []
     holder: dict[str, Litestar] = {}
 
-    def services():
+    def services() -> Services:
         return holder["app"].state.services
 
     server = build_mcp_server(services, settings)

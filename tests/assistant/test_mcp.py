@@ -168,6 +168,31 @@ async def test_streamable_http_at_mcp_lists_the_four_tools_and_calls_each(http_u
         await exercise_every_tool(session)
 
 
+async def test_ask_over_http_answers_with_the_real_llamacpp_model(data_dir, embedder, llama):
+    """The one `ask` through the real model (in-process llama.cpp): an answer, and sources with lines."""
+    from assistant.citations import cited_numbers
+    from assistant.settings import Settings
+
+    settings = Settings(data_dir=data_dir, backend="llamacpp", generation={"max_tokens": 32, "temperature": 0})
+    store = Store(data_dir)
+    services = Services.assemble(settings, store, embedder, llama)
+    try:
+        with uvicorn_in_thread(create_app(settings, services)) as url:
+            async with streamable_http_client(f"{url}/mcp") as (read, write, _), ClientSession(read, write) as session:
+                await session.initialize()
+                answered = payload(await session.call_tool(
+                    "ask", {"question": "How do I roll back a bad release?", "collection": "project", "k": 3}
+                ))
+    finally:
+        store.close()
+    print("answer:", answered["answer"])
+    assert answered["answer"].strip() and answered["model"] == llama.model
+    numbers = {s["n"] for s in answered["sources"]}
+    assert 1 <= len(numbers) <= 3 and set(cited_numbers(answered["answer"])) <= numbers
+    assert all(s["location"].startswith(s["path"] + ":L") for s in answered["sources"])
+    assert "docs/deploy.md:L9-L17" in {s["location"] for s in answered["sources"]}
+
+
 def test_a_foreign_host_header_is_refused_on_loopback(http_url):
     """DNS-rebinding protection: a page on another site cannot reach the tools through the browser."""
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
