@@ -200,7 +200,7 @@ def test_a_foreign_host_header_is_refused_on_loopback(http_url):
     assert httpx.post(f"{http_url}/mcp", json=body, headers=headers).status_code == 421
 
 
-async def test_mcp_off_leaves_no_mount(settings_factory, embedder, tmp_path):
+async def test_mcp_off_leaves_no_mount(settings_factory, embedder):
     settings = settings_factory(server={"mcp": False})
     store = Store(settings.data_dir)
     services = Services.assemble(settings, store, embedder, create_backend(settings))
