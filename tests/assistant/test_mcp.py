@@ -41,10 +41,13 @@ CODE = [  # (symbol, text, first line, last line) of src/shop/cart.py
     ("Cart.add", "def add(self, item):\n    self.items.append(item)", 13, 14),
 ]
 
+MANUAL = [(1, "The operator manual covers daily checks."), (2, "Restart the pump after a power cut.")]
+
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory, embedder) -> Path:
-    """A store with one collection: a guide of three chunks and a code file of two, with line ranges."""
+    """A store with one collection: a guide of three chunks and a code file of two, with line ranges,
+    and a PDF of two pages."""
     root = tmp_path_factory.mktemp("project")
     data = tmp_path_factory.mktemp("mcp-data")
     store = Store(data)
@@ -58,6 +61,11 @@ def data_dir(tmp_path_factory, embedder) -> Path:
     store.write_document(
         coll, SourceInfo(path="src/shop/cart.py", root=str(root), title="cart.py", kind="py"), code,
         embedder.embed([c.text for c in code]),
+    )
+    manual = [NewChunk(text=t, page=n) for n, t in MANUAL]
+    store.write_document(
+        coll, SourceInfo(path="manual.pdf", root=str(root), title="Operator manual", kind="pdf"), manual,
+        embedder.embed([c.text for c in manual]),
     )
     store.close()
     return data
@@ -83,7 +91,7 @@ async def exercise_every_tool(session: ClientSession) -> None:
     assert {"query", "collection", "k", "paths", "kinds"} <= set(search_schema["properties"])
 
     colls = payload(await session.call_tool("list_collections", {}))["collections"]
-    assert colls == [{"name": "project", "documents": 2, "chunks": 5, "failed": 0, "embedder": colls[0]["embedder"]}]
+    assert colls == [{"name": "project", "documents": 3, "chunks": 7, "failed": 0, "embedder": colls[0]["embedder"]}]
 
     found = payload(await session.call_tool("search", {"query": "how do I roll back a release?", "k": 3}))
     top = found["hits"][0]
@@ -115,6 +123,10 @@ async def exercise_every_tool(session: ClientSession) -> None:
     ))
     assert [c["symbol"] for c in by_lines["chunks"]] == ["Cart.add"]
     assert by_lines["location"] == "src/shop/cart.py:L13-L14"
+
+    by_page = payload(await session.call_tool("read_source", {"path": "manual.pdf", "page": 2, "neighbours": 0}))
+    assert [c["text"] for c in by_page["chunks"]] == [MANUAL[1][1]]
+    assert (by_page["location"], by_page["pages"], by_page["line_start"]) == ("manual.pdf#page=2", [2], None)
 
     # Bad calls are tool errors that say what is wrong; the session goes on.
     assert "unknown collection 'nope' (known: project)" in error_text(
@@ -189,7 +201,8 @@ async def test_ask_over_http_answers_with_the_real_llamacpp_model(data_dir, embe
     assert answered["answer"].strip() and answered["model"] == llama.model
     numbers = {s["n"] for s in answered["sources"]}
     assert 1 <= len(numbers) <= 3 and set(cited_numbers(answered["answer"])) <= numbers
-    assert all(s["location"].startswith(s["path"] + ":L") for s in answered["sources"])
+    assert all(s["location"] in (f"{s['path']}:L{s['line_start']}-L{s['line_end']}", f"{s['path']}#page={s['page']}")
+               for s in answered["sources"])
     assert "docs/deploy.md:L9-L17" in {s["location"] for s in answered["sources"]}
 
 
