@@ -75,21 +75,19 @@ def hit_result(hit: Hit | dict, roots: dict[int, str]) -> dict[str, Any]:
 # --- checking the input -----------------------------------------------------------------------
 
 
-def known_collections(services: Services) -> list[str]:
-    return [c["name"] for c in services.store.list_collections()]
-
-
 def resolve_collection(services: Services, collection: str | None) -> str:
-    """The collection to use: the one named, or the only one there is; else an error listing them."""
-    names = known_collections(services)
-    if collection is None or not collection.strip():
-        if len(names) == 1:
-            return names[0]
-        listed = ", ".join(names) if names else "none yet: ingest some documents first"
-        raise ToolCallError(f"name a collection (known: {listed})")
-    if collection not in names:
-        raise ToolCallError(f"unknown collection {collection!r} (known: {', '.join(names) or 'none yet'})")
-    return collection
+    """The collection to use: the one named, or the only one there is; else an error listing them.
+    A named collection costs one lookup; the list is read only when needed."""
+    if collection and collection.strip():
+        if not collection.startswith("~") and services.store.get_collection(collection) is not None:
+            return collection
+        known = reading.collection_names(services.store)
+        raise ToolCallError(f"unknown collection {collection!r} (known: {', '.join(known) or 'none yet'})")
+    names = reading.collection_names(services.store)
+    if len(names) == 1:
+        return names[0]
+    listed = ", ".join(names) if names else "none yet: ingest some documents first"
+    raise ToolCallError(f"name a collection (known: {listed})")
 
 
 def check_text(services: Services, value: str, what: str) -> str:

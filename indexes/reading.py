@@ -126,6 +126,13 @@ def passage(store: Store, document: DocumentRef, ordinals: list[int], neighbours
     return Passage(document, chunks, targets)
 
 
+def collection_names(store: Store) -> list[str]:
+    """The names of the collections that can be read, sorted (a deleted one, renamed '~deleted-<id>'
+    until its rows are purged, is left out)."""
+    rows = read_rows(store.engine, "SELECT name FROM collection WHERE substr(name, 1, 1) != '~' ORDER BY name")
+    return [r[0] for r in rows]
+
+
 def document_roots(store: Store, document_ids: list[int]) -> dict[int, str]:
     """The ingested root of each document (to turn a relative path into the original file's path)."""
     if not document_ids:
