@@ -28,6 +28,7 @@ from assistant.routes.deps import provide_services
 from assistant.routes.health import health, status
 from assistant.routes.ingestion import add_source, delete_collection, delete_document, upload_documents
 from assistant.routes.jobs import JobController
+from assistant.routes.mcp import mcp_mount
 from assistant.routes.search import search
 from assistant.services import Services
 from assistant.settings import Settings
@@ -81,6 +82,8 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
             if services is None:
                 await svc.aclose()
 
+    mcp_routes, mcp_lifespans = mcp_mount(settings)  # the MCP tools at /mcp, unless server.mcp is off
+
     return Litestar(
         route_handlers=[
             index,
@@ -96,9 +99,10 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
             delete_collection,
             JobController,
             ConversationController,
+            *mcp_routes,
         ],
         dependencies={"services": Provide(provide_services, sync_to_thread=False)},
-        lifespan=[lifespan],
+        lifespan=[lifespan, *mcp_lifespans],
         exception_handlers={StoreError: store_error_handler},
         cors_config=CORSConfig(allow_origins=settings.server.cors_origins) if settings.server.cors_origins else None,
         openapi_config=OpenAPIConfig(title="Local RAG assistant", version="0.1.0", path="/api/docs"),

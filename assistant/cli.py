@@ -20,6 +20,7 @@ BUILTIN = [
     "assistant.commands.serve",
     "assistant.commands.query",
     "assistant.commands.chat",
+    "assistant.commands.mcp",
     "assistant.commands.config",
     "assistant.commands.gpu",
 ]

@@ -20,6 +20,7 @@ from indexes.store import Store
 from assistant.commands.query import fail, location
 from assistant.conversation import ConversationTurn, UnknownConversation, collections_of, require_conversation
 from assistant.services import Services
+from assistant.backends.registry import backend_names
 from assistant.settings import Settings
 
 QUIT = {"/quit", "/exit"}
@@ -34,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "a resumed conversation keeps its own unless given")
     p.add_argument("--conversation", type=int, metavar="ID", help="resume this saved conversation")
     p.add_argument("-k", type=int, help="sources to give the model")
-    p.add_argument("--backend", choices=["llamacpp", "openai", "vllm", "echo"], help="LLM backend")
+    p.add_argument("--backend", choices=backend_names(), help="LLM backend")
     p.set_defaults(func=run_chat, overrides=lambda a: {"backend": a.backend} if a.backend else {})
 
 

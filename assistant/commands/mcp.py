@@ -1,0 +1,70 @@
+"""`assistant mcp`: the MCP tools over stdio, for an editor or a coding agent that starts the command.
+
+stdout carries the protocol and nothing else: logging goes to stderr, and file descriptor 1 is pointed
+at stderr too, so that a native library writing to it cannot corrupt a message; the protocol keeps its
+own copy of the original stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import logging
+import os
+import sys
+import threading
+
+from assistant.backends.registry import backend_names
+from assistant.services import Services
+from assistant.settings import Settings
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from assistant.cli import add_common
+
+    p = sub.add_parser("mcp", help="serve the MCP tools (search, ask, read_source) over stdio for editors and agents")
+    add_common(p)
+    p.add_argument("--backend", choices=backend_names(), help="LLM backend for `ask`")
+    p.set_defaults(func=run, overrides=lambda a: {"backend": a.backend} if a.backend else {})
+
+
+def keep_stdout_for_protocol() -> None:
+    """Make sys.stdout the only way to the client's pipe; everything else written to fd 1 goes to stderr."""
+    sys.stdout.flush()
+    protocol = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = io.TextIOWrapper(os.fdopen(protocol, "wb"), encoding="utf-8", line_buffering=True)
+
+
+class LazyServices:
+    """The services, built on the first tool call: the client's handshake is answered at once instead
+    of after the models load (editors give a server a few seconds to start)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.built: Services | None = None
+        self.lock = threading.Lock()
+
+    def __call__(self) -> Services:
+        with self.lock:
+            if self.built is None:
+                self.built = Services.build(self.settings)
+            return self.built
+
+    def close(self) -> None:
+        if self.built is not None:
+            asyncio.run(self.built.aclose())
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    keep_stdout_for_protocol()
+    logging.basicConfig(stream=sys.stderr, level=settings.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    from assistant.mcp_server import build_mcp_server
+
+    services = LazyServices(settings)
+    try:
+        build_mcp_server(services, settings).run("stdio")
+    finally:
+        services.close()
+    return 0

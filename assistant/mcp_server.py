@@ -1,0 +1,114 @@
+"""The MCP server (official `mcp` package, FastMCP): the tools of assistant/mcp_tools.py for editors and
+coding agents, over stdio (`assistant mcp`) or streamable HTTP (mounted at /mcp by the app).
+
+The services come from a callable, because the app builds them in its lifespan, after this server
+exists (and `assistant mcp` on the first call); it is called in a worker thread. Store and retrieval work runs in a worker thread so that an HTTP server's event loop keeps
+streaming other answers meanwhile.
+"""
+
+# No `from __future__ import annotations`: FastMCP reads the tools' annotations to build their schemas.
+
+import logging
+from typing import Annotated, Any, Callable
+
+from anyio import to_thread
+from mcp.server.fastmcp import FastMCP
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from assistant import mcp_tools as tools
+from assistant.services import Services
+from assistant.settings import Settings
+
+INSTRUCTIONS = (
+    "Search and ask the documents, code and wikis indexed in this assistant's collections. "
+    "Every passage names its file (path, and the absolute file when known) and its line range or page: "
+    "open the file there, or call read_source for the text around a passage."
+)
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")  # the names FastMCP accepts
+READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+
+Collection = Annotated[
+    str | None, Field(description="collection to use; may be left out when there is only one (see list_collections)")
+]
+Paths = Annotated[
+    list[str] | None,
+    Field(description="only documents whose path matches one of these globs, e.g. 'src/*' ('*' crosses '/')",
+          max_length=tools.MAX_FILTERS),
+]
+Kinds = Annotated[
+    list[str] | None,
+    Field(description="only these file types as ingested, e.g. 'py', 'md', 'pdf'", max_length=tools.MAX_FILTERS),
+]
+
+
+def build_mcp_server(services: Callable[[], Services], settings: Settings) -> FastMCP:
+    """A FastMCP server whose tools call mcp_tools with the services `services()` returns."""
+    log_level = settings.log_level.upper()
+    server = FastMCP(
+        "local-rag-assistant",
+        instructions=INSTRUCTIONS,
+        # The host decides whether DNS-rebinding protection is on (it is for a loopback address).
+        host=settings.server.host,
+        # Each HTTP request stands alone: no session state to lose when the server restarts.
+        stateless_http=True,
+        json_response=True,
+        log_level=log_level if log_level in LOG_LEVELS else "INFO",
+    )
+
+    # The MCP package logs every request at INFO, and the server logs no other request: below DEBUG,
+    # keep its warnings only.
+    level = logging.getLevelName(log_level)
+    if isinstance(level, int) and level > logging.DEBUG:
+        logging.getLogger("mcp").setLevel(max(logging.WARNING, level))
+
+    async def in_thread(fn: Callable[..., dict], *args: Any) -> dict[str, Any]:
+        return await to_thread.run_sync(lambda: fn(services(), *args))
+
+    @server.tool(annotations=READ_ONLY)
+    async def list_collections() -> dict[str, Any]:
+        """List the collections that can be searched, with their document and chunk counts."""
+        return await in_thread(tools.list_collections)
+
+    @server.tool(annotations=READ_ONLY)
+    async def search(
+        query: Annotated[str, Field(description="what to look for: a question, a name or some words")],
+        collection: Collection = None,
+        k: Annotated[int, Field(ge=1, le=tools.MAX_K, description="how many passages to return")] = 10,
+        paths: Paths = None,
+        kinds: Kinds = None,
+    ) -> dict[str, Any]:
+        """Find the passages of a collection that match a query (hybrid semantic + keyword search), best
+        first, without generating an answer. Each hit has its path, line range or page, and a snippet."""
+        return await in_thread(tools.search, query, collection, k, paths, kinds)
+
+    @server.tool(annotations=READ_ONLY)
+    async def ask(
+        question: Annotated[str, Field(description="the question, in plain words")],
+        collection: Collection = None,
+        k: Annotated[int | None, Field(ge=1, le=tools.MAX_K, description="passages to give the model")] = None,
+        paths: Paths = None,
+        kinds: Kinds = None,
+    ) -> dict[str, Any]:
+        """Answer a question from a collection with the local model. The answer cites its sources as
+        [n]; the sources come back with their paths and line ranges or pages, the cited ones first."""
+        return await tools.ask(await to_thread.run_sync(services), question, collection, k, paths, kinds)
+
+    @server.tool(annotations=READ_ONLY)
+    async def read_source(
+        chunk_id: Annotated[int | None, Field(description="a chunk_id from search or ask")] = None,
+        collection: Collection = None,
+        path: Annotated[str | None, Field(description="a document's path, as search returns it")] = None,
+        start_line: Annotated[int | None, Field(ge=1, description="first line wanted (with path)")] = None,
+        end_line: Annotated[int | None, Field(ge=1, description="last line wanted (with path)")] = None,
+        page: Annotated[int | None, Field(ge=1, description="page wanted (with path)")] = None,
+        neighbours: Annotated[
+            int, Field(ge=0, le=tools.MAX_NEIGHBOURS, description="chunks to add before and after")
+        ] = 1,
+    ) -> dict[str, Any]:
+        """Read a passage with the text around it: a chunk by its chunk_id, or the chunks of a document
+        (by path) that cover some lines or a page, plus `neighbours` chunks before and after each side."""
+        return await in_thread(tools.read_source, chunk_id, collection, path, start_line, end_line, page, neighbours)
+
+    return server

@@ -1,0 +1,262 @@
+"""The MCP tools as plain functions over the Services: list collections, search, ask, read a source.
+
+The MCP server (assistant/mcp_server.py) only registers them; keeping them free of the protocol lets
+the same functions be called and tested directly. Every passage they return names its file (`path`
+relative to the ingested root, `file` when the root is known), its line range or page, and a
+`location` such as `src/flask/app.py:L120-L180`, so that an agent can open the original.
+A call that cannot be answered raises ToolCallError with a message written for the caller.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from indexes import reading
+from indexes.filters import SearchFilters
+from indexes.retrieve import Hit
+
+from assistant.backends.base import BackendBusy
+from assistant.rag import answer
+from assistant.services import Services
+
+MAX_K = 50
+MAX_FILTERS = 32
+MAX_NEIGHBOURS = 5
+MAX_READ_CHUNKS = 20  # chunks asked for by a line range or page, before neighbours
+
+
+class ToolCallError(ValueError):
+    """A tool call that cannot be answered; the message says why and is shown to the caller."""
+
+
+# --- where a passage lies ---------------------------------------------------------------------
+
+
+def location(path: str, line_start: int | None, line_end: int | None, page: int | None) -> str:
+    """`path:Lstart-Lend` for text with lines, `path#page=N` for a page, the path alone otherwise."""
+    if line_start is not None:
+        return f"{path}:L{line_start}-L{line_end if line_end is not None else line_start}"
+    if page is not None:
+        return f"{path}#page={page}"
+    return path
+
+
+def file_of(root: str, path: str) -> str | None:
+    """The original file's absolute path, when the document was ingested from a folder."""
+    return str(Path(root) / path) if root else None
+
+
+def hit_result(hit: Hit | dict, roots: dict[int, str]) -> dict[str, Any]:
+    """A retrieved chunk as a tool shows it: where it is, what it is about, and a snippet."""
+    h = hit.to_dict() if isinstance(hit, Hit) else hit
+    out = {
+        "chunk_id": h["chunk_id"],
+        "collection": h["collection"],
+        "path": h["path"],
+        "file": file_of(roots.get(h["document_id"], ""), h["path"]),
+        "location": location(h["path"], h["line_start"], h["line_end"], h["page"]),
+        "line_start": h["line_start"],
+        "line_end": h["line_end"],
+        "page": h["page"],
+        "title": h["title"],
+        "kind": h["kind"],
+        "heading_path": h["heading_path"],
+        "symbol": h["symbol"],
+        "score": round(float(h["score"]), 4),
+        "snippet": h["snippet"],
+    }
+    for key in ("n", "cited"):  # the prompt's numbering of an answer's sources
+        if key in h:
+            out[key] = h[key]
+    return out
+
+
+# --- checking the input -----------------------------------------------------------------------
+
+
+def resolve_collection(services: Services, collection: str | None) -> str:
+    """The collection to use: the one named, or the only one there is; else an error listing them.
+    A named collection costs one lookup; the list is read only when needed."""
+    if collection and collection.strip():
+        if not collection.startswith("~") and services.store.get_collection(collection) is not None:
+            return collection
+        known = reading.collection_names(services.store)
+        raise ToolCallError(f"unknown collection {collection!r} (known: {', '.join(known) or 'none yet'})")
+    names = reading.collection_names(services.store)
+    if len(names) == 1:
+        return names[0]
+    listed = ", ".join(names) if names else "none yet: ingest some documents first"
+    raise ToolCallError(f"name a collection (known: {listed})")
+
+
+def check_text(services: Services, value: str, what: str) -> str:
+    text = (value or "").strip()
+    limit = services.settings.server.max_question_chars
+    if not text:
+        raise ToolCallError(f"the {what} is empty")
+    if len(text) > limit:
+        raise ToolCallError(f"the {what} is too long: {len(text)} characters, at most {limit}")
+    return text
+
+
+def check_k(k: int | None) -> int | None:
+    if k is not None and not 1 <= k <= MAX_K:
+        raise ToolCallError(f"k must be between 1 and {MAX_K}, not {k}")
+    return k
+
+
+def filters_of(paths: list[str] | None, kinds: list[str] | None) -> SearchFilters | None:
+    """Path globs and file types as a search filter (None when both are empty)."""
+    paths, kinds = list(paths or []), list(kinds or [])
+    for name, values in (("paths", paths), ("kinds", kinds)):
+        if len(values) > MAX_FILTERS:
+            raise ToolCallError(f"at most {MAX_FILTERS} {name}, not {len(values)}")
+    return SearchFilters.coerce({"paths": paths, "kinds": kinds})
+
+
+# --- the tools --------------------------------------------------------------------------------
+
+
+def list_collections(services: Services) -> dict[str, Any]:
+    """Every collection with its document and chunk counts."""
+    return {
+        "collections": [
+            {k: c[k] for k in ("name", "documents", "chunks", "failed", "embedder")}
+            for c in services.store.list_collections()
+        ]
+    }
+
+
+def search(
+    services: Services,
+    query: str,
+    collection: str | None = None,
+    k: int = 10,
+    paths: list[str] | None = None,
+    kinds: list[str] | None = None,
+) -> dict[str, Any]:
+    """The passages a query retrieves (hybrid dense + BM25), best first, without generating."""
+    query = check_text(services, query, "query")
+    name = resolve_collection(services, collection)
+    k = check_k(k) or 10
+    hits = services.retriever.search(query, name, k, filters=filters_of(paths, kinds))
+    roots = reading.document_roots(services.store, [h.document_id for h in hits])
+    return {"query": query, "collection": name, "hits": [hit_result(h, roots) for h in hits]}
+
+
+async def ask(
+    services: Services,
+    question: str,
+    collection: str | None = None,
+    k: int | None = None,
+    paths: list[str] | None = None,
+    kinds: list[str] | None = None,
+) -> dict[str, Any]:
+    """The answer to a question from a collection, with its sources (the cited ones first).
+
+    The same answer() as /api/ask and `assistant ask`: retrieval, a prompt that fits, the backend.
+    """
+    if services.backend is None:
+        raise ToolCallError("no backend is configured to answer with")
+    question = check_text(services, question, "question")
+    name = resolve_collection(services, collection)
+    flt = filters_of(paths, kinds)
+    events = answer(
+        question, name, retriever=services.retriever, backend=services.backend, settings=services.settings,
+        k=check_k(k), filters=flt,
+    )
+    pieces: list[str] = []
+    sources: list[dict] = []
+    done: dict = {}
+    services.in_flight += 1
+    try:
+        async for event in events:
+            if event.type == "token":
+                pieces.append(event.data["text"])
+            elif event.type == "sources":
+                sources = event.data["sources"]
+            elif event.type == "done":
+                done = event.data
+            elif event.type == "error":
+                raise ToolCallError(f"the answer failed ({event.data.get('code')}): {event.data.get('message')}")
+    except BackendBusy as exc:
+        raise ToolCallError(f"the backend is busy: retry in {exc.retry_after} s") from None
+    finally:
+        services.in_flight -= 1
+        await events.aclose()
+    roots = reading.document_roots(services.store, [s["document_id"] for s in sources])
+    return {
+        "question": question,
+        "collection": name,
+        "answer": done.get("answer", "".join(pieces).strip()),
+        "sources": [hit_result(s, roots) for s in sources],
+        "model": done.get("model"),
+    }
+
+
+def read_source(
+    services: Services,
+    chunk_id: int | None = None,
+    collection: str | None = None,
+    path: str | None = None,
+    start_line: int | None = None,
+    end_line: int | None = None,
+    page: int | None = None,
+    neighbours: int = 1,
+) -> dict[str, Any]:
+    """A passage of a document with `neighbours` chunks before and after it: by chunk id (from a
+    search or an answer), or by collection + path and optionally a line range or a page."""
+    if not 0 <= neighbours <= MAX_NEIGHBOURS:
+        raise ToolCallError(f"neighbours must be between 0 and {MAX_NEIGHBOURS}, not {neighbours}")
+    store = services.store
+    if chunk_id is not None:
+        if path or start_line is not None or end_line is not None or page is not None:
+            raise ToolCallError("give either chunk_id, or path with optional start_line/end_line/page, not both")
+        found = reading.document_of_chunk(store, chunk_id)
+        if found is None:
+            raise ToolCallError(f"no chunk {chunk_id}")
+        doc, ordinal = found
+        ordinals = [ordinal]
+    else:
+        if not path:
+            raise ToolCallError("give chunk_id, or path (with collection when there are several)")
+        for name, value in (("start_line", start_line), ("end_line", end_line), ("page", page)):
+            if value is not None and value < 1:
+                raise ToolCallError(f"{name} must be at least 1, not {value}")
+        if start_line is not None and end_line is not None and end_line < start_line:
+            raise ToolCallError(f"end_line {end_line} is before start_line {start_line}")
+        name = resolve_collection(services, collection)
+        doc = reading.document_at(store, name, path)
+        if doc is None:
+            raise ToolCallError(f"no document {path!r} in collection {name!r}")
+        ordinals = reading.ordinals_covering(store, doc.document_id, start_line=start_line, end_line=end_line, page=page)
+        if not ordinals:
+            asked = f"lines {start_line or 1}-{end_line or 'end'}" if page is None else f"page {page}"
+            raise ToolCallError(f"{path!r} has no chunk at {asked} ({doc.chunks} chunks)")
+    truncated = len(ordinals) > MAX_READ_CHUNKS
+    passage = reading.passage(store, doc, ordinals[:MAX_READ_CHUNKS], neighbours)
+    chunks = passage.chunks
+    lines = [c.line_start for c in chunks if c.line_start is not None] + [
+        c.line_end for c in chunks if c.line_end is not None
+    ]
+    pages = sorted({c.page for c in chunks if c.page is not None})
+    line_start, line_end = (min(lines), max(lines)) if lines else (None, None)
+    return {
+        "collection": doc.collection,
+        "path": doc.path,
+        "file": file_of(doc.root, doc.path),
+        "title": doc.title,
+        "kind": doc.kind,
+        "document_chunks": doc.chunks,
+        "location": location(doc.path, line_start, line_end, pages[0] if pages else None),
+        "line_start": line_start,
+        "line_end": line_end,
+        "pages": pages,
+        "truncated": truncated,
+        "chunks": [
+            dict(c.to_dict(), target=c.chunk_id in passage.targets,
+                 location=location(doc.path, c.line_start, c.line_end, c.page))
+            for c in chunks
+        ],
+    }

@@ -1,0 +1,47 @@
+"""/mcp: the MCP tools over streamable HTTP, mounted on the app.
+
+The MCP package's session manager is the ASGI app behind the mount; it runs inside the app's lifespan.
+The tools reach the services through app.state, where the app's own lifespan puts them.
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import AsyncIterator, Callable
+
+from litestar import Litestar
+from litestar.handlers import ASGIRouteHandler, asgi
+from litestar.types import Receive, Scope, Send
+
+from assistant.mcp_server import build_mcp_server
+from assistant.services import Services
+from assistant.settings import Settings
+
+MCP_PATH = "/mcp"
+
+
+def mcp_mount(settings: Settings) -> tuple[list[ASGIRouteHandler], list[Callable]]:
+    """The /mcp route handler and the lifespan that runs its session manager, for one app (none of
+    either when the `server.mcp` setting is off)."""
+    if not settings.server.mcp:
+        return [], []
+    holder: dict[str, Litestar] = {}
+
+    def services() -> Services:
+        return holder["app"].state.services
+
+    server = build_mcp_server(services, settings)
+    server.streamable_http_app()  # creates the session manager this mount serves through
+    manager = server.session_manager
+
+    @asgi(MCP_PATH, is_mount=True, copy_scope=True)
+    async def mcp(scope: Scope, receive: Receive, send: Send) -> None:
+        await manager.handle_request(scope, receive, send)
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        holder["app"] = app
+        async with manager.run():
+            yield
+
+    return [mcp], [lifespan]
