@@ -17,10 +17,10 @@ from rich.text import Text
 from indexes.conversations import create_conversation, list_turns
 from indexes.store import Store
 
+from assistant.backends.registry import backend_names
 from assistant.commands.query import fail, location
 from assistant.conversation import ConversationTurn, UnknownConversation, collections_of, require_conversation
 from assistant.services import Services
-from assistant.backends.registry import backend_names
 from assistant.settings import Settings
 
 QUIT = {"/quit", "/exit"}
