@@ -27,9 +27,12 @@ from assistant.routes.deps import provide_services
 from assistant.routes.health import health, status
 from assistant.routes.ingestion import add_source, delete_collection, delete_document, upload_documents
 from assistant.routes.jobs import JobController
+from assistant.routes.metrics import MetricsController, prometheus_config, provide_telemetry
+from assistant.routes.openai_api import openai_router
 from assistant.routes.search import search
 from assistant.services import Services
 from assistant.settings import Settings
+from assistant.telemetry import Telemetry
 
 log = logging.getLogger("assistant")
 
@@ -65,6 +68,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         svc = services or await to_thread.run_sync(Services.build, settings)
         app.state.services = svc
+        app.state.telemetry = Telemetry(lambda: svc.store)
         await to_thread.run_sync(svc.check_indexes)
         await to_thread.run_sync(svc.embedder.embed_query, "warm up")  # the first question is not the slow one
         # The models and modules loaded so far live as long as the server: leave them out of the cyclic
@@ -94,9 +98,15 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
             delete_document,
             delete_collection,
             JobController,
+            openai_router,
+            *([MetricsController] if settings.server.metrics else []),
         ],
-        dependencies={"services": Provide(provide_services, sync_to_thread=False)},
+        dependencies={
+            "services": Provide(provide_services, sync_to_thread=False),
+            "telemetry": Provide(provide_telemetry, sync_to_thread=False),
+        },
         lifespan=[lifespan],
+        middleware=[prometheus_config().middleware] if settings.server.metrics else [],
         exception_handlers={StoreError: store_error_handler},
         cors_config=CORSConfig(allow_origins=settings.server.cors_origins) if settings.server.cors_origins else None,
         openapi_config=OpenAPIConfig(title="Local RAG assistant", version="0.1.0", path="/api/docs"),

@@ -255,6 +255,10 @@ class ServerSettings(BaseModel):
     port: int = Field(8000, ge=1, le=65535, description="port to bind")
     max_question_chars: int = Field(4000, ge=1, description="longest question accepted")
     cors_origins: list[str] = Field(default_factory=list, description="origins allowed to call the API from a browser")
+    metrics: bool = Field(
+        True, description="serve GET /metrics in Prometheus format: requests and latency per route, answer, "
+        "retrieval and ingestion series"
+    )
 
 
 class Settings(BaseSettings):

@@ -14,6 +14,7 @@ from assistant.backends.base import BackendBusy
 from assistant.rag import Event, prepare
 from assistant.routes.deps import require_collection
 from assistant.services import Services
+from assistant.telemetry import Telemetry
 
 
 class Turn(BaseModel):
@@ -64,7 +65,7 @@ def to_message(event: Event) -> ServerSentEventMessage:
 
 
 @post("/api/ask", tags=["ask"], status_code=200)
-async def ask(services: Services, data: AskRequest) -> ServerSentEvent:
+async def ask(services: Services, telemetry: Telemetry, data: AskRequest) -> ServerSentEvent:
     scope = validate_ask(services, data)
     try:
         # Retrieval, the prompt and a place in the backend's queue: a full queue is a 429, not a stream.
@@ -79,6 +80,7 @@ async def ask(services: Services, data: AskRequest) -> ServerSentEvent:
             filters=data.filters.model_dump() if data.filters else None,
         )
     except BackendBusy as exc:
+        telemetry.busy_rejections.inc()
         raise HTTPException(
             status_code=429, detail=str(exc), headers={"Retry-After": str(exc.retry_after)}
         ) from None
@@ -86,7 +88,7 @@ async def ask(services: Services, data: AskRequest) -> ServerSentEvent:
     async def stream() -> AsyncIterator[ServerSentEventMessage]:
         services.in_flight += 1
         try:
-            async for event in prepared.events():
+            async for event in telemetry.observe(prepared.events()):
                 yield to_message(event)
         finally:
             services.in_flight -= 1
