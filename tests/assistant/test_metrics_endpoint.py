@@ -9,7 +9,6 @@ from litestar.testing import AsyncTestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from assistant.app import create_app
-from assistant.backends.base import create_backend
 from assistant.services import Services
 from indexes.jobs import FileState, Jobs
 from indexes.store import Store
@@ -80,40 +79,29 @@ def test_after_questions_every_series_has_counts(settings_factory, embedder, lla
         assert total(m, "assistant_ingest_files", collection="handbook", state=state) == 1, state
 
 
-def test_answers_in_flight_counts_a_streaming_answer(settings_factory, embedder):
+def test_answers_in_flight_counts_a_streaming_answer(settings_factory, make_services, embedder):
     settings = settings_factory(echo={"delay_s": 0.3})  # about 2 s for the answer
-    store = Store(settings.data_dir)
-    fill(store, embedder)
-    services = Services.assemble(settings, store, embedder, create_backend(settings))
-    app = create_app(settings, services)
-    try:
-        with served(app) as url, httpx.Client(base_url=url, timeout=60) as http:
-            with http.stream("POST", "/api/ask", json=QUESTION) as r:
-                lines = r.iter_lines()  # kept: an iterator dropped closes the response (a disconnect)
-                assert next(lines) == "event: token"  # the first token is out; the rest is being generated
-                assert total(samples(http.get("/metrics").text), "assistant_answers_in_flight") == 1
-                assert list(lines)[-2].startswith("data: {\"answer\"")
-            assert total(samples(http.get("/metrics").text), "assistant_answers_in_flight") == 0
-    finally:
-        store.close()
+    services = make_services(settings, lambda store: fill(store, embedder))
+    with served(create_app(settings, services)) as url, httpx.Client(base_url=url, timeout=60) as http:
+        with http.stream("POST", "/api/ask", json=QUESTION) as r:
+            lines = r.iter_lines()  # kept: an iterator dropped closes the response (a disconnect)
+            assert next(lines) == "event: token"  # the first token is out; the rest is being generated
+            assert total(samples(http.get("/metrics").text), "assistant_answers_in_flight") == 1
+            assert list(lines)[-2].startswith("data: {\"answer\"")
+        assert total(samples(http.get("/metrics").text), "assistant_answers_in_flight") == 0
 
 
-async def test_each_app_counts_its_own_answers_and_metrics_can_be_off(settings_factory, embedder):
+async def test_each_app_counts_its_own_answers_and_metrics_can_be_off(settings_factory, make_services, embedder):
     settings = settings_factory()
-    store = Store(settings.data_dir)
-    fill(store, embedder)
-    services = Services.assemble(settings, store, embedder, create_backend(settings))
-    try:
-        async with AsyncTestClient(app=create_app(settings, services)) as first:
-            assert (await first.post("/api/ask", json=QUESTION)).status_code == 200
-            async with AsyncTestClient(app=create_app(settings, services)) as second:
-                one = samples((await first.get("/metrics")).text)
-                two = samples((await second.get("/metrics")).text)
-        assert total(one, "assistant_answers_total") == 1 and total(two, "assistant_answers_total") == 0
-        assert total(one, "assistant_generated_tokens_total") > 0  # echo reports no count: the pieces are counted
-        off = settings.model_copy(update={"server": settings.server.model_copy(update={"metrics": False})})
-        async with AsyncTestClient(app=create_app(off, services)) as quiet:
-            assert (await quiet.get("/metrics")).status_code == 404
-            assert (await quiet.post("/api/ask", json=QUESTION)).status_code == 200
-    finally:
-        store.close()
+    services = make_services(settings, lambda store: fill(store, embedder))
+    async with AsyncTestClient(app=create_app(settings, services)) as first:
+        assert (await first.post("/api/ask", json=QUESTION)).status_code == 200
+        async with AsyncTestClient(app=create_app(settings, services)) as second:
+            one = samples((await first.get("/metrics")).text)
+            two = samples((await second.get("/metrics")).text)
+    assert total(one, "assistant_answers_total") == 1 and total(two, "assistant_answers_total") == 0
+    assert total(one, "assistant_generated_tokens_total") > 0  # echo reports no count: the pieces are counted
+    off = settings.model_copy(update={"server": settings.server.model_copy(update={"metrics": False})})
+    async with AsyncTestClient(app=create_app(off, services)) as quiet:
+        assert (await quiet.get("/metrics")).status_code == 404
+        assert (await quiet.post("/api/ask", json=QUESTION)).status_code == 200

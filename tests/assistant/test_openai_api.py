@@ -9,10 +9,8 @@ import re
 
 import numpy as np
 import pytest
-from litestar.testing import AsyncTestClient
 
 from assistant.app import create_app
-from assistant.backends.base import create_backend
 from assistant.citations import cited_numbers
 from assistant.services import Services
 from indexes.store import Store
@@ -31,19 +29,8 @@ def stored_vectors(store: Store, collection: str) -> dict[str, np.ndarray]:
 
 
 @pytest.fixture
-def services(settings_factory, embedder):
-    settings = settings_factory()
-    store = Store(settings.data_dir)
-    fill(store, embedder)
-    svc = Services.assemble(settings, store, embedder, create_backend(settings))
-    yield svc
-    store.close()
-
-
-@pytest.fixture
-async def client(services):
-    async with AsyncTestClient(app=create_app(services.settings, services)) as c:
-        yield c
+def services(settings_factory, make_services, embedder):
+    return make_services(settings_factory(), lambda store: fill(store, embedder))
 
 
 def sse_objects(body: str) -> list:
