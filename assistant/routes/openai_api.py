@@ -1,6 +1,6 @@
 """/v1: the OpenAI-compatible API (models, chat completions, embeddings), with OpenAI-shaped errors.
 
-The work is in assistant/openai_protocol.py; these routes parse, call it, and send what it returns.
+The work is in assistant/openai_chat.py and openai_embeddings.py; these routes parse, call it, and send what it returns.
 """
 
 from __future__ import annotations
@@ -15,16 +15,9 @@ from litestar.response import ServerSentEvent
 
 from indexes.store import StoreError
 
-from assistant.openai_protocol import (
-    ChatCompletionRequest,
-    EmbeddingRequest,
-    OpenAIError,
-    chunks,
-    completion,
-    embeddings,
-    list_models,
-    start_chat,
-)
+from assistant.openai_chat import chunks, completion, start_chat
+from assistant.openai_embeddings import embeddings
+from assistant.openai_protocol import ChatCompletionRequest, EmbeddingRequest, OpenAIError, list_models
 from assistant.services import Services
 from assistant.telemetry import Telemetry
 
