@@ -65,7 +65,7 @@ def test_after_questions_every_series_has_counts(settings_factory, embedder, lla
     assert total(m, "assistant_http_requests_total", path="/api/ask", status_code="429") >= 1
     assert total(m, "assistant_http_requests_total", path="/v1/chat/completions") >= 1
     paths = {labels["path"] for labels, _ in m["assistant_http_requests_total"]}
-    assert "/api/collections/{name:str}/documents" in paths and "/api/collections/handbook/documents" not in paths
+    assert "/api/collections/{name}/documents" in paths and "/api/collections/handbook/documents" not in paths
     assert total(m, "assistant_http_request_duration_seconds_count", path="/api/ask") >= 2
     assert total(m, "assistant_retrieval_seconds_count") == 3 and total(m, "assistant_retrieval_seconds_sum") > 0
     assert total(m, "assistant_time_to_first_token_seconds_count") == 3
