@@ -29,9 +29,12 @@ from assistant.routes.health import health, status
 from assistant.routes.ingestion import add_source, delete_collection, delete_document, upload_documents
 from assistant.routes.jobs import JobController
 from assistant.routes.mcp import mcp_mount
+from assistant.routes.metrics import MetricsController, prometheus_config, provide_telemetry
+from assistant.routes.openai_api import openai_router
 from assistant.routes.search import search
 from assistant.services import Services
 from assistant.settings import Settings
+from assistant.telemetry import Telemetry
 
 log = logging.getLogger("assistant")
 
@@ -67,6 +70,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         svc = services or await to_thread.run_sync(Services.build, settings)
         app.state.services = svc
+        app.state.telemetry = Telemetry(lambda: svc.store)
         await to_thread.run_sync(svc.check_indexes)
         await to_thread.run_sync(svc.embedder.embed_query, "warm up")  # the first question is not the slow one
         # The models and modules loaded so far live as long as the server: leave them out of the cyclic
@@ -100,9 +104,15 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
             JobController,
             ConversationController,
             *mcp_routes,
+            openai_router,
+            *([MetricsController] if settings.server.metrics else []),
         ],
-        dependencies={"services": Provide(provide_services, sync_to_thread=False)},
+        dependencies={
+            "services": Provide(provide_services, sync_to_thread=False),
+            "telemetry": Provide(provide_telemetry, sync_to_thread=False),
+        },
         lifespan=[lifespan, *mcp_lifespans],
+        middleware=[prometheus_config().middleware] if settings.server.metrics else [],
         exception_handlers={StoreError: store_error_handler},
         cors_config=CORSConfig(allow_origins=settings.server.cors_origins) if settings.server.cors_origins else None,
         openapi_config=OpenAPIConfig(title="Local RAG assistant", version="0.1.0", path="/api/docs"),

@@ -256,6 +256,10 @@ class ServerSettings(BaseModel):
     max_question_chars: int = Field(4000, ge=1, description="longest question accepted")
     cors_origins: list[str] = Field(default_factory=list, description="origins allowed to call the API from a browser")
     mcp: bool = Field(True, description="serve the MCP tools (streamable HTTP) at /mcp")
+    metrics: bool = Field(
+        True, description="serve GET /metrics in Prometheus format: requests and latency per route, answer, "
+        "retrieval and ingestion series"
+    )
 
 
 class ConversationSettings(BaseModel):

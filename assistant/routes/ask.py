@@ -15,6 +15,7 @@ from assistant.rag import Event, prepare
 from assistant.routes.conversations import open_conversation_turn
 from assistant.routes.deps import require_collection
 from assistant.services import Services
+from assistant.telemetry import Telemetry
 
 
 class Turn(BaseModel):
@@ -66,7 +67,7 @@ def to_message(event: Event) -> ServerSentEventMessage:
 
 
 @post("/api/ask", tags=["ask"], status_code=200)
-async def ask(services: Services, data: AskRequest) -> ServerSentEvent:
+async def ask(services: Services, telemetry: Telemetry, data: AskRequest) -> ServerSentEvent:
     conversation = open_conversation_turn(services, data)
     scope = validate_ask(services, data)
     try:
@@ -86,6 +87,7 @@ async def ask(services: Services, data: AskRequest) -> ServerSentEvent:
             query=query,
         )
     except BackendBusy as exc:
+        telemetry.busy_rejections.inc()
         raise HTTPException(
             status_code=429, detail=str(exc), headers={"Retry-After": str(exc.retry_after)}
         ) from None
@@ -94,7 +96,9 @@ async def ask(services: Services, data: AskRequest) -> ServerSentEvent:
         services.in_flight += 1
         try:
             events = prepared.events()
-            async for event in conversation.record(events) if conversation else events:
+            if conversation is not None:
+                events = conversation.record(events)
+            async for event in telemetry.observe(events):
                 yield to_message(event)
         finally:
             services.in_flight -= 1

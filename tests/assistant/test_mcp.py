@@ -23,9 +23,9 @@ from mcp.client.streamable_http import streamable_http_client
 from assistant.app import create_app
 from assistant.backends.base import create_backend
 from assistant.services import Services
+from evals.local_server import serve_in_thread
 from indexes.store import NewChunk, SourceInfo, Store
 from tests.conftest import REPO, shared_path
-from tests.support.uvicorn_thread import uvicorn_in_thread
 
 pytestmark = pytest.mark.slow  # the real MiniLM embedder, in this process and in the stdio server
 
@@ -169,8 +169,8 @@ def http_url(data_dir, embedder):
     settings = Settings(data_dir=data_dir, backend="echo")
     store = Store(data_dir)
     services = Services.assemble(settings, store, embedder, create_backend(settings))
-    with uvicorn_in_thread(create_app(settings, services)) as url:
-        yield url
+    with serve_in_thread(create_app(settings, services)) as server:
+        yield server.url
     store.close()
 
 
@@ -189,8 +189,8 @@ async def test_ask_over_http_answers_with_the_real_llamacpp_model(data_dir, embe
     store = Store(data_dir)
     services = Services.assemble(settings, store, embedder, llama)
     try:
-        with uvicorn_in_thread(create_app(settings, services)) as url:
-            async with streamable_http_client(f"{url}/mcp") as (read, write, _), ClientSession(read, write) as session:
+        with serve_in_thread(create_app(settings, services)) as server:
+            async with streamable_http_client(f"{server.url}/mcp") as (read, write, _), ClientSession(read, write) as session:
                 await session.initialize()
                 answered = payload(await session.call_tool(
                     "ask", {"question": "How do I roll back a bad release?", "collection": "project", "k": 3}
@@ -249,8 +249,8 @@ def flask_url(tmp_path_factory, embedder) -> Iterator[tuple[str, Path]]:
     assert report.files_failed == 0, report.failures
     print(f"flask: {report.files_ingested} files, {report.chunks_written} chunks")
     services = Services.assemble(settings, store, embedder, create_backend(settings))
-    with uvicorn_in_thread(create_app(settings, services)) as url:
-        yield url, tree
+    with serve_in_thread(create_app(settings, services)) as server:
+        yield server.url, tree
     store.close()
 
 

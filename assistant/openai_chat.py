@@ -1,0 +1,340 @@
+"""Chat completions over rag.py and the backend: OpenAI messages in, rag's events out as a
+`chat.completion` or `chat.completion.chunk` objects (no HTTP in here).
+
+`rag:<collection>` answers through `rag.prepare()`: the last user message is the question, the earlier
+user and assistant turns the history; system messages are left out, the prompt keeps its own stable
+instructions. The backend's own model gets the conversation as it is, budgeted like a question:
+`max_tokens` capped by the generation settings, the prompt counted with the backend's tokenizer and
+refused when it cannot fit. Both paths give rag's events (`token`..., `sources`, `done` | `error`).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator
+
+import anyio
+
+from assistant.backends.base import Backend, BackendBusy, BackendError, GenParams, Message
+from assistant.openai_protocol import (
+    CHAT_ROLES,
+    ChatCompletionRequest,
+    ChatMessage,
+    OpenAIError,
+    backend_model,
+    busy,
+    invalid,
+    model_not_found,
+    rag_collections,
+)
+from assistant.rag import Event, PreparedAnswer, error_event, prepare
+from assistant.services import Services
+from assistant.settings import Settings
+
+MAX_HISTORY_TURNS = 20
+
+
+def message_text(message: ChatMessage, i: int) -> str:
+    """The text of a message: a string, or the text parts of a list (other parts are refused)."""
+    content = message.content
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    texts = []
+    for part in content:
+        if part.type != "text" or part.text is None:
+            raise invalid(f"messages[{i}]: only text content is supported, not {part.type!r} parts", f"messages[{i}].content")
+        texts.append(part.text)
+    return "".join(texts)
+
+
+def conversation(messages: list[ChatMessage]) -> list[Message]:
+    """The messages as the backend takes them ('developer' is OpenAI's newer name for 'system')."""
+    out: list[Message] = []
+    for i, m in enumerate(messages):
+        if m.role not in CHAT_ROLES:
+            raise invalid(
+                f"messages[{i}]: unsupported role {m.role!r}; use one of {', '.join(CHAT_ROLES)}", f"messages[{i}].role"
+            )
+        role = "system" if m.role == "developer" else m.role
+        out.append(Message(role=role, content=message_text(m, i)))  # type: ignore[typeddict-item]
+    if out[-1]["role"] != "user":
+        raise invalid("the last message must be the user's (the question to answer)", "messages")
+    if not out[-1]["content"].strip():
+        raise invalid("the last user message is empty", "messages")
+    return out
+
+
+def question_and_history(messages: list[Message], max_chars: int) -> tuple[str, list[dict]]:
+    """The last user message is the question; the earlier user/assistant turns are the history."""
+    question = messages[-1]["content"].strip()
+    if len(question) > max_chars:
+        raise invalid(f"the question is too long: {len(question)} characters, at most {max_chars}", "messages")
+    turns = [dict(m) for m in messages[:-1] if m["role"] in ("user", "assistant") and m["content"].strip()]
+    return question, turns[-MAX_HISTORY_TURNS:]
+
+
+def stop_list(stop: str | list[str] | None) -> list[str]:
+    stops = [stop] if isinstance(stop, str) else list(stop or [])
+    if len(stops) > 4 or any(not s for s in stops):
+        raise invalid("`stop` takes up to 4 non-empty strings", "stop")
+    return stops
+
+
+def answer_tokens(req: ChatCompletionRequest, settings: Settings) -> int:
+    """The answer's token budget: what the client asks for, at most the server's `generation.max_tokens`."""
+    cap = settings.generation.max_tokens
+    asked = req.max_completion_tokens or req.max_tokens
+    return min(asked, cap) if asked else cap
+
+
+@dataclass
+class ChatRun:
+    """A chat completion ready to stream: rag's events (or the backend's, shaped the same way)."""
+
+    model: str
+    events: AsyncIterator[Event]
+    prepared: PreparedAnswer | None  # the rag path's answer, closed when the client goes away
+    max_tokens: int
+    stop: list[str] = field(default_factory=list)
+    rag: bool = False
+
+    async def aclose(self) -> None:
+        if self.prepared is not None:
+            await self.prepared.aclose()
+        close = getattr(self.events, "aclose", None)
+        if close is not None:
+            await close()
+
+
+async def start_chat(req: ChatCompletionRequest, services: Services) -> ChatRun:
+    """Validate the request, then open the answer: retrieval + the backend's queue place for `rag:` models,
+    the budget check + the queue place for the backend's model. Raises OpenAIError (4xx, 429)."""
+    if req.n != 1:
+        raise invalid("only n=1 is supported", "n")
+    messages = conversation(req.messages)
+    stops = stop_list(req.stop)
+    settings = services.settings
+    max_tokens = answer_tokens(req, settings)
+    if services.backend is None:
+        raise OpenAIError(503, "no backend is configured", "server_error", "no_backend")
+    gen = settings.generation.model_copy(
+        update={"max_tokens": max_tokens, "temperature": settings.generation.temperature if req.temperature is None else req.temperature}
+    )
+    names = rag_collections(req.model)
+    if names is not None:
+        return await _start_rag(req.model, names, messages, services, settings.model_copy(update={"generation": gen}), stops)
+    try:
+        model = await anyio.to_thread.run_sync(backend_model, services)
+    except BackendError as exc:
+        raise OpenAIError(502, str(exc), "server_error", "backend_error") from None
+    if req.model != model:
+        raise model_not_found(req.model)
+    params = GenParams(max_tokens=max_tokens, temperature=gen.temperature, stop=stops)
+    return await _start_direct(req.model, messages, services.backend, params, gen.margin_tokens)
+
+
+async def _start_rag(model: str, names: list[str], messages: list[Message], services: Services, settings: Settings,
+                     stops: list[str]) -> ChatRun:
+    if not names:
+        raise model_not_found(model, "name a collection after 'rag:'")
+    for name in names:
+        if services.store.get_collection(name) is None:
+            raise model_not_found(model, f"there is no collection {name!r}")
+    question, history = question_and_history(messages, settings.server.max_question_chars)
+    try:
+        prepared = await prepare(question, names, retriever=services.retriever, backend=services.backend,
+                                 settings=settings, history=history)
+    except BackendBusy as exc:
+        raise busy(exc) from None
+    return ChatRun(model, prepared.events(), prepared, settings.generation.max_tokens, stops, rag=True)
+
+
+async def _start_direct(model: str, messages: list[Message], backend: Backend, params: GenParams, margin: int) -> ChatRun:
+    prompt_tokens = await anyio.to_thread.run_sync(backend.count_tokens, messages)
+    budget = backend.context_window - params.max_tokens - margin
+    if prompt_tokens > budget:
+        raise invalid(
+            f"the messages take {prompt_tokens} tokens but only {max(budget, 0)} fit (context window "
+            f"{backend.context_window} - answer {params.max_tokens} - margin {margin}); send fewer or shorter messages",
+            "messages", "context_length_exceeded",
+        )
+    try:
+        stream = backend.stream(messages, params)
+    except BackendBusy as exc:
+        raise busy(exc) from None
+    return ChatRun(model, direct_events(backend, stream, prompt_tokens), None, params.max_tokens)
+
+
+async def direct_events(backend: Backend, stream: Any, prompt_tokens: int) -> AsyncIterator[Event]:
+    """The backend's text pieces as rag's events (`token`..., `done` | `error`), timed the same way."""
+    started = time.perf_counter()
+    first: float | None = None
+    pieces: list[str] = []
+    try:
+        async for piece in stream:
+            if not piece:
+                continue
+            if first is None:
+                first = (time.perf_counter() - started) * 1000
+            pieces.append(piece)
+            yield Event("token", {"text": piece})
+    except Exception as exc:
+        yield error_event(exc)
+        return
+    finally:
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
+    done: dict[str, Any] = {"answer": "".join(pieces), "prompt_tokens": prompt_tokens, "model": backend.model}
+    completion_tokens = getattr(stream, "completion_tokens", None)
+    if isinstance(completion_tokens, int):
+        done["completion_tokens"] = completion_tokens
+    done["timings"] = {"first_token_ms": round(first, 1) if first is not None else None,
+                       "total_ms": round((time.perf_counter() - started) * 1000, 1)}
+    yield Event("done", done)
+
+
+class StopCut:
+    """Ends the answer at the first of the client's stop strings (the rag path's prompt has its own stops).
+
+    Text that might be the start of a stop string is held back until the next piece decides it.
+    """
+
+    def __init__(self, stops: list[str]) -> None:
+        self.stops = stops
+        self.hold = max((len(s) for s in stops), default=1) - 1
+        self.buffer = ""
+        self.stopped = False
+
+    def feed(self, text: str) -> str:
+        if not self.stops:
+            return text
+        self.buffer += text
+        hits = [i for i in (self.buffer.find(s) for s in self.stops) if i >= 0]
+        if hits:
+            out, self.buffer, self.stopped = self.buffer[: min(hits)], "", True
+            return out
+        keep = min(self.hold, len(self.buffer))
+        out, self.buffer = self.buffer[: len(self.buffer) - keep], self.buffer[len(self.buffer) - keep:]
+        return out
+
+    def flush(self) -> str:
+        out, self.buffer = self.buffer, ""
+        return out
+
+
+@dataclass
+class Outcome:
+    """What the events said, gathered: for the final chunk and the non-streamed completion."""
+
+    text: str = ""
+    pieces: int = 0
+    sources: list[dict] | None = None
+    done: dict | None = None
+    stopped: bool = False
+
+    def finish_reason(self, max_tokens: int) -> str:
+        if self.stopped:
+            return "stop"
+        return "length" if self.completion_tokens() >= max_tokens else "stop"
+
+    def completion_tokens(self) -> int:
+        """The backend's count, or the pieces streamed when it reports none (most pieces are one token)."""
+        counted = (self.done or {}).get("completion_tokens")
+        return counted if isinstance(counted, int) else self.pieces
+
+    def usage(self) -> dict:
+        prompt = int((self.done or {}).get("prompt_tokens") or 0)
+        completion = self.completion_tokens()
+        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def event_error(data: dict) -> OpenAIError:
+    """The OpenAIError for rag's `error` event (the message of an internal error is not shown)."""
+    code = data.get("code")
+    if code == "busy":
+        return OpenAIError(429, data.get("message", "busy"), "rate_limit_error", "backend_busy",
+                           headers={"Retry-After": str(data.get("retry_after", 5))})
+    if code == "prompt_too_long":
+        return invalid(data.get("message", ""), "messages", "context_length_exceeded")
+    if code == "backend_error":
+        return OpenAIError(502, data.get("message", "backend error"), "server_error", "backend_error")
+    return OpenAIError(500, "internal server error (see the server's log)", "server_error", "internal_error")
+
+
+async def texts(run: ChatRun, outcome: Outcome) -> AsyncIterator[str]:
+    """The answer's text as it arrives, filling `outcome`; an `error` event raises OpenAIError."""
+    cut = StopCut(run.stop)
+    try:
+        async for event in run.events:
+            if event.type == "token" and not cut.stopped:
+                text = cut.feed(event.data["text"])
+                outcome.pieces += 1
+                if text:
+                    outcome.text += text
+                    yield text
+                if cut.stopped:
+                    outcome.stopped = True
+            elif event.type == "sources":
+                outcome.sources = event.data["sources"]
+            elif event.type == "done":
+                outcome.done = event.data
+            elif event.type == "error":
+                raise event_error(event.data)
+        tail = cut.flush()
+        if tail:
+            outcome.text += tail
+            yield tail
+    finally:
+        await run.aclose()
+
+
+def completion_id() -> str:
+    return f"chatcmpl-{uuid.uuid4().hex}"
+
+
+async def completion(run: ChatRun) -> dict:
+    """The whole answer as one `chat.completion` (with `sources` for rag models)."""
+    outcome = Outcome()
+    async for _ in texts(run, outcome):
+        pass
+    body: dict[str, Any] = {
+        "id": completion_id(),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": run.model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": outcome.text.strip()},
+                     "finish_reason": outcome.finish_reason(run.max_tokens), "logprobs": None}],
+        "usage": outcome.usage(),
+    }
+    if run.rag:
+        body["sources"] = outcome.sources or []
+    return body
+
+
+async def chunks(run: ChatRun, include_usage: bool = False) -> AsyncIterator[dict]:
+    """`chat.completion.chunk` objects: the role, the text pieces, then the finish reason (with `sources`
+    for rag models), then the usage when asked for; a failure midway is one `{"error": ...}` object."""
+    cid, created = completion_id(), int(time.time())
+
+    def chunk(delta: dict, finish_reason: str | None = None, **extra: Any) -> dict:
+        return {"id": cid, "object": "chat.completion.chunk", "created": created, "model": run.model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}], **extra}
+
+    outcome = Outcome()
+    yield chunk({"role": "assistant", "content": ""})
+    try:
+        async for text in texts(run, outcome):
+            yield chunk({"content": text})
+    except OpenAIError as exc:
+        yield exc.body()
+        return
+    extra = {"sources": outcome.sources or []} if run.rag else {}
+    yield chunk({}, outcome.finish_reason(run.max_tokens), **extra)
+    if include_usage:
+        yield {"id": cid, "object": "chat.completion.chunk", "created": created, "model": run.model, "choices": [],
+               "usage": outcome.usage()}

@@ -1,0 +1,106 @@
+"""/v1: the OpenAI-compatible API (models, chat completions, embeddings), with OpenAI-shaped errors.
+
+The work is in assistant/openai_chat.py and openai_embeddings.py; these routes parse, call it, and send what it returns.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import AsyncIterator
+
+from anyio import to_thread
+from litestar import Request, Response, Router, get, post
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.response import ServerSentEvent
+
+from indexes.store import StoreError
+
+from assistant.openai_chat import chunks, completion, start_chat
+from assistant.openai_embeddings import embeddings
+from assistant.openai_protocol import ChatCompletionRequest, EmbeddingRequest, OpenAIError, list_models
+from assistant.services import Services
+from assistant.telemetry import Telemetry
+
+
+@get("/models")
+async def models(services: Services) -> dict:
+    return await to_thread.run_sync(list_models, services)
+
+
+@post("/chat/completions", status_code=200)
+async def chat_completions(services: Services, telemetry: Telemetry, data: ChatCompletionRequest) -> Response:
+    try:
+        run = await start_chat(data, services)
+    except OpenAIError as exc:
+        if exc.status == 429:
+            telemetry.busy_rejections.inc()
+        return error_response(exc)
+    run.events = telemetry.observe(run.events)
+    if not data.stream:
+        try:
+            return Response(await completion(run))
+        except OpenAIError as exc:  # an `error` event (already counted by telemetry)
+            return error_response(exc)
+    include_usage = bool(data.stream_options and data.stream_options.include_usage)
+
+    async def lines() -> AsyncIterator[str]:
+        try:
+            async for obj in chunks(run, include_usage):
+                yield json.dumps(obj, ensure_ascii=False)
+            yield "[DONE]"
+        finally:
+            await run.aclose()  # client gone or stream done: the backend request is aborted
+
+    return ServerSentEvent(lines())
+
+
+@post("/embeddings", status_code=200)
+async def create_embeddings(services: Services, data: EmbeddingRequest) -> Response:
+    try:
+        return Response(await to_thread.run_sync(embeddings, data, services))
+    except OpenAIError as exc:
+        return error_response(exc)
+
+
+def error_response(exc: OpenAIError) -> Response:
+    return Response(exc.body(), status_code=exc.status, headers=exc.headers)
+
+
+def openai_error(_: Request, exc: OpenAIError) -> Response:
+    return error_response(exc)
+
+
+def http_error(_: Request, exc: HTTPException) -> Response:
+    """Litestar's own 4xx (a body that is not JSON, a field of the wrong type) in the OpenAI shape."""
+    message = exc.detail
+    if isinstance(exc, ValidationException) and isinstance(exc.extra, list) and exc.extra:
+        message = "; ".join(
+            f"{e.get('key') or 'body'}: {e.get('message')}" if isinstance(e, dict) else str(e) for e in exc.extra
+        )
+    status = exc.status_code
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    code = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large", 429: "backend_busy"}.get(status)
+    headers = dict(exc.headers or {})
+    return error_response(OpenAIError(status, message, kind, code, headers=headers))
+
+
+def store_error(_: Request, exc: StoreError) -> Response:
+    return error_response(OpenAIError(400, str(exc), "invalid_request_error", None))
+
+
+def server_error(_: Request, exc: Exception) -> Response:
+    """An unexpected failure (the app's logging config logs its traceback), without the exception's text."""
+    return error_response(OpenAIError(500, "internal server error (see the server's log)", "server_error", "internal_error"))
+
+
+openai_router = Router(
+    path="/v1",
+    route_handlers=[models, chat_completions, create_embeddings],
+    tags=["openai"],
+    exception_handlers={
+        OpenAIError: openai_error,
+        HTTPException: http_error,
+        StoreError: store_error,
+        Exception: server_error,
+    },
+)
