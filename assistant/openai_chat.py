@@ -18,6 +18,7 @@ from typing import Any, AsyncIterator
 import anyio
 
 from assistant.backends.base import Backend, BackendBusy, BackendError, GenParams, Message
+from assistant.conversation import ConversationTurn, UnknownConversation
 from assistant.openai_protocol import (
     CHAT_ROLES,
     ChatCompletionRequest,
@@ -126,7 +127,10 @@ async def start_chat(req: ChatCompletionRequest, services: Services) -> ChatRun:
     )
     names = rag_collections(req.model)
     if names is not None:
-        return await _start_rag(req.model, names, messages, services, settings.model_copy(update={"generation": gen}), stops)
+        return await _start_rag(req.model, names, messages, services, settings.model_copy(update={"generation": gen}), stops,
+                                req.conversation_id)
+    if req.conversation_id is not None:
+        raise invalid("conversation_id goes with a rag:<collection> model", "conversation_id")
     try:
         model = await anyio.to_thread.run_sync(backend_model, services)
     except BackendError as exc:
@@ -138,19 +142,31 @@ async def start_chat(req: ChatCompletionRequest, services: Services) -> ChatRun:
 
 
 async def _start_rag(model: str, names: list[str], messages: list[Message], services: Services, settings: Settings,
-                     stops: list[str]) -> ChatRun:
+                     stops: list[str], conversation_id: int | None = None) -> ChatRun:
     if not names:
         raise model_not_found(model, "name a collection after 'rag:'")
     for name in names:
         if services.store.get_collection(name) is None:
             raise model_not_found(model, f"there is no collection {name!r}")
     question, history = question_and_history(messages, settings.server.max_question_chars)
+    turn, query = None, None
+    if conversation_id is not None:
+        # The stored turns are the history (earlier messages of the request are then left out), and the
+        # question becomes a standalone search query, as in /api/ask.
+        try:
+            turn = ConversationTurn.open(services.store.engine, conversation_id,
+                                         history_turns=settings.conversations.history_turns)
+        except UnknownConversation as exc:
+            raise OpenAIError(404, str(exc), "invalid_request_error", "conversation_not_found") from None
+        history = turn.history
+        query = await turn.standalone_query(services.backend, question, settings.conversations)
     try:
         prepared = await prepare(question, names, retriever=services.retriever, backend=services.backend,
-                                 settings=settings, history=history)
+                                 settings=settings, history=history, query=query)
     except BackendBusy as exc:
         raise busy(exc) from None
-    return ChatRun(model, prepared.events(), prepared, settings.generation.max_tokens, stops, rag=True)
+    events = turn.record(prepared.events()) if turn is not None else prepared.events()
+    return ChatRun(model, events, prepared, settings.generation.max_tokens, stops, rag=True)
 
 
 async def _start_direct(model: str, messages: list[Message], backend: Backend, params: GenParams, margin: int) -> ChatRun:
@@ -313,7 +329,14 @@ async def completion(run: ChatRun) -> dict:
     }
     if run.rag:
         body["sources"] = outcome.sources or []
+        body.update(conversation_fields(outcome))
     return body
+
+
+def conversation_fields(outcome: Outcome) -> dict:
+    """`conversation_id` and `turn_id` of an answer given in a saved conversation (else nothing)."""
+    done = outcome.done or {}
+    return {key: done[key] for key in ("conversation_id", "turn_id") if key in done}
 
 
 async def chunks(run: ChatRun, include_usage: bool = False) -> AsyncIterator[dict]:
@@ -333,7 +356,7 @@ async def chunks(run: ChatRun, include_usage: bool = False) -> AsyncIterator[dic
     except OpenAIError as exc:
         yield exc.body()
         return
-    extra = {"sources": outcome.sources or []} if run.rag else {}
+    extra = {"sources": outcome.sources or [], **conversation_fields(outcome)} if run.rag else {}
     yield chunk({}, outcome.finish_reason(run.max_tokens), **extra)
     if include_usage:
         yield {"id": cid, "object": "chat.completion.chunk", "created": created, "model": run.model, "choices": [],

@@ -86,6 +86,8 @@ class ChatCompletionRequest(BaseModel):
     stop: str | list[str] | None = None
     n: int = Field(1, ge=1)
     user: str | None = None
+    # Ours: continue a saved conversation (rag: models only); its stored turns are then the history.
+    conversation_id: int | None = Field(None, ge=1, le=2**62)
 
 
 class EmbeddingRequest(BaseModel):

@@ -21,8 +21,9 @@ from assistant.backends.base import create_backend
 from assistant.followup import checked_rewrite, content_words, fallback_query, standalone_query, use_model
 from assistant.services import Services
 from indexes.conversations import add_turn, create_conversation, list_turns
-from indexes.store import NewChunk, SourceInfo, Store
+from indexes.store import Store
 from tests.assistant.test_app import parse_sse
+from tests.support.stores import write_pages
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = {
@@ -46,12 +47,7 @@ FOLLOW_UP = "How do I reset it?"
 
 
 def fill(store: Store, embedder) -> None:
-    coll = store.ensure_collection("it", embedder.name, embedder.dim)
-    for path, (title, body) in PAGES.items():
-        store.write_document(
-            coll, SourceInfo(path=path, title=title, kind="md"), [NewChunk(text=body, heading_path=title, anchor="top")],
-            embedder.embed([body]),
-        )
+    write_pages(store, embedder, "it", PAGES, headings=True)
 
 
 @pytest.fixture(scope="module")
@@ -237,6 +233,36 @@ async def test_a_follow_up_about_it_retrieves_the_first_turns_document(client):
     assert done["query"] == fallback_query(FOLLOW_UP, FIRST)
     assert paths(sources) == ["it/vpn.md"]
     assert done["answer"] == f"Echo: {FOLLOW_UP} [1]", "the model is asked the question as the user wrote it"
+
+
+async def test_openai_chat_completions_continue_a_conversation(client):
+    conv = (await client.post("/api/conversations", json={"collections": ["it"]})).json()
+    body = {"model": "rag:it", "conversation_id": conv["id"]}
+    first = await client.post("/v1/chat/completions", json={**body, "messages": [{"role": "user", "content": FIRST}]})
+    assert first.status_code == 200, first.text
+    assert first.json()["conversation_id"] == conv["id"] and first.json()["turn_id"]
+    r = await client.post("/v1/chat/completions", json={**body, "messages": [{"role": "user", "content": FOLLOW_UP}],
+                                                         "stream": True})
+    assert r.status_code == 200, r.text
+    last = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: {")][-1]
+    assert last["conversation_id"] == conv["id"]
+    assert paths(last["sources"])[0] == "it/vpn.md", "the follow-up found the first turn's document"
+    turns = (await client.get(f"/api/conversations/{conv['id']}")).json()["turns"]
+    assert [t["question"] for t in turns] == [FIRST, FOLLOW_UP]
+
+
+@pytest.mark.parametrize("body, status, code", [
+    ({"model": "rag:it", "conversation_id": 987654}, 404, "conversation_not_found"),
+    ({"model": "echo", "conversation_id": 1}, 400, None),
+    ({"model": "rag:it", "conversation_id": 0}, 400, None),
+])
+async def test_openai_conversation_errors_are_openai_shaped(client, body, status, code):
+    r = await client.post("/v1/chat/completions", json={**body, "messages": [{"role": "user", "content": FIRST}]})
+    assert r.status_code == status, r.text
+    error = r.json()["error"]
+    assert error["message"] and error["type"]
+    if code:
+        assert error["code"] == code
 
 
 async def test_a_conversation_survives_a_restart(data_dir, settings_factory, embedder):
