@@ -32,6 +32,7 @@ from assistant.routes.mcp import mcp_mount
 from assistant.routes.metrics import MetricsController, prometheus_config, provide_telemetry
 from assistant.routes.openai_api import openai_router
 from assistant.routes.search import search
+from assistant.routes.summaries import summarize
 from assistant.services import Services
 from assistant.settings import Settings
 from assistant.telemetry import Telemetry
@@ -106,6 +107,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
             *mcp_routes,
             openai_router,
             *([MetricsController] if settings.server.metrics else []),
+            summarize,
         ],
         dependencies={
             "services": Provide(provide_services, sync_to_thread=False),

@@ -205,6 +205,13 @@ class GenerationSettings(BaseModel):
     margin_tokens: int = Field(32, ge=0, description="tokens kept free in the context window as a safety margin")
 
 
+class SummarySettings(BaseModel):
+    """Long-document summaries: map-reduce over pieces sized to the backend's context window."""
+
+    max_tokens: int = Field(160, ge=16, description="most tokens of each partial summary and of the final one")
+    concurrency: int = Field(4, ge=1, le=64, description="summary requests sent to the backend at once (a batching engine runs them together)")
+
+
 class IngestSettings(BaseModel):
     """Ingestion: what is read, how it is chunked, and the worker that runs queued jobs."""
 
@@ -300,6 +307,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     generation: GenerationSettings = Field(default_factory=GenerationSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
+    summary: SummarySettings = Field(default_factory=SummarySettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     conversations: ConversationSettings = Field(default_factory=ConversationSettings)
 

@@ -140,4 +140,20 @@ class Turn(SQLModel, table=True):
     query: str = ""  # what retrieval searched for (the question rewritten to stand alone)
     answer: str = ""
     sources: str = "[]"  # JSON: the sources event as the client saw it
+
+
+class Summary(SQLModel, table=True):
+    """A document's summary, kept per content (sha256) + model + prompt version, so an unchanged
+    document is never summarised twice by the same model with the same prompts."""
+
+    __table_args__ = (UniqueConstraint("sha256", "model", "prompt_version"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    sha256: str = Field(index=True)
+    model: str
+    prompt_version: str
+    text: str  # the overview, then the labelled parts
+    overview: str = ""
+    parts: str = "[]"  # JSON: [{"label", "summary", ...}] of the pieces the final summary cites
+    pieces: int = 0  # pieces of the document the map step summarised
     created_at: datetime = Field(default_factory=utcnow)
