@@ -23,6 +23,8 @@ BUILTIN = [
     "assistant.commands.mcp",
     "assistant.commands.config",
     "assistant.commands.gpu",
+    "assistant.commands.summarize",
+    "assistant.commands.batch",
 ]
 
 
