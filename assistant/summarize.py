@@ -90,8 +90,23 @@ def merged(parts: list[Part], text: str) -> Part:
     )
 
 
-def section_part(i: int, s: Section) -> Part:
-    return Part(s.text.strip(), s.line_start, s.line_end or s.line_start, s.page, s.page, ordinal=i)
+def section_part(i: int, s: Section, previous: Section | None) -> Part:
+    text = s.text.strip() if previous is None else without_overlap(previous.text.strip(), s.text.strip())
+    return Part(text, s.line_start, s.line_end or s.line_start, s.page, s.page, ordinal=i)
+
+
+def without_overlap(previous: str, text: str) -> str:
+    """`text` without its opening when that repeats the end of `previous`: consecutive chunks share a
+    few trailing sentences (for retrieval), which a summary would otherwise read twice."""
+    probe = text[:16]
+    if len(probe) < 16:
+        return text
+    at = previous.find(probe)
+    while at != -1:
+        if text.startswith(previous[at:]):
+            return text[len(previous) - at :].strip()
+        at = previous.find(probe, at + 1)
+    return text
 
 
 @dataclass
@@ -218,7 +233,9 @@ class Planner:
         return exact
 
     def pieces(self, sections: list[Section]) -> list[Part]:
-        parts = [p for i, s in enumerate(sections) if s.text.strip() for p in self.split_to_fit(section_part(i, s))]
+        kept = [s for s in sections if s.text.strip()]
+        parts = [piece for i, s in enumerate(kept) for piece in self.split_to_fit(section_part(i, s, kept[i - 1] if i else None))
+                 if piece.text]  # fmt: skip
         groups = self.pack(parts, self.map_overhead, map_body, self.map_fits)
         return [merged(g, "\n\n".join(p.text for p in g)) for g in groups]
 

@@ -17,7 +17,7 @@ from assistant.backends.echo import EchoBackend
 from assistant.cli import main
 from assistant.services import Services
 from assistant.settings import SummarySettings
-from assistant.summarize import SummaryError, summarize_document, summary_events
+from assistant.summarize import SummaryError, summarize_document, summary_events, without_overlap
 from indexes.store import NewChunk, SourceInfo, Store
 from indexes.summaries import find_document, get_document_info
 from tests.assistant.test_app import parse_sse
@@ -121,6 +121,12 @@ async def test_a_window_too_small_is_an_error_event(report_store):
     with pytest.raises(SummaryError):
         await summarize_document(report_store.engine, doc_of(report_store, "reports/nights.md"),
                                  EchoBackend(context_window=64), SummarySettings(max_tokens=24), margin=8)  # fmt: skip
+
+
+def test_text_repeated_from_the_previous_chunk_is_read_once():
+    previous = "Meetings happen weekly. Notes are shared with the team afterwards."
+    assert without_overlap(previous, "Notes are shared with the team afterwards. Agendas come first.") == "Agendas come first."
+    assert without_overlap(previous, "Agendas come first. Notes are shared.") == "Agendas come first. Notes are shared."
 
 
 @pytest.fixture
