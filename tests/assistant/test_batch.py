@@ -172,7 +172,8 @@ def test_vllm_batch_of_50_killed_halfway_then_resumed(vllm_process, tmp_path, em
     questions = [f"What does the handbook say about {TOPICS[i % len(TOPICS)]} (question {i})?" for i in range(50)]
     path = write_lines(tmp_path / "questions.jsonl", [json.dumps({"id": f"q{i}", "question": q}) for i, q in enumerate(questions)])
     out = tmp_path / "answers.jsonl"
-    env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+    pythonpath = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))  # this checkout's code first
+    env = dict(os.environ, PYTHONPATH=pythonpath, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                ASSISTANT_BACKEND="openai", ASSISTANT_OPENAI_BASE_URL=f"{vllm_process.base_url}/v1",
                ASSISTANT_OPENAI_MODEL=SERVED_NAME, ASSISTANT_OPENAI_PROMPT_STYLE="completion",
                ASSISTANT_OPENAI_SAMPLING='{"ignore_eos": true}', ASSISTANT_GENERATION_MAX_TOKENS="12")  # fmt: skip
