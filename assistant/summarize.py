@@ -6,7 +6,8 @@ concurrently, up to `summary.concurrency` at once, so a batching engine (vLLM, l
 slots) runs them together. Reduce: the partial summaries, each labelled with the lines or pages it
 covers (`[lines 120-340]`, `[p. 3-5]`), are packed the same way and combined, level after level, until
 one prompt holds them all; that prompt gives the overview. The final text is the overview followed by
-the labelled parts it was made from, so every statement can be traced back to the document.
+the labelled parts it was made from, so every statement can be traced back to the document. Prose
+whose chunks carry no line ranges or pages (Markdown, HTML) is labelled by its headings (`[§ Setup – Usage]`).
 
 `summary_events()` streams `progress` {stage, level, done, total}..., then `summary` {...}, then `done`;
 a failure is one `error` {message, code} event. A summary is cached per content hash + model + prompt
@@ -18,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, AsyncIterator, Callable
 
 import anyio
@@ -30,7 +31,7 @@ from assistant.backends.base import Backend, BackendBusy, GenParams, Message
 from assistant.rag import Event, error_event
 from assistant.settings import SummarySettings
 
-PROMPT_VERSION = "1"
+PROMPT_VERSION = "2"
 MAP_INSTRUCTION = (
     "Summarise this part of a document in a few sentences. "
     "Keep the names, numbers, rules and deadlines it states."
@@ -61,7 +62,9 @@ class Part:
     line_end: int | None = None
     page_start: int | None = None
     page_end: int | None = None
-    ordinal: int = 0  # position, for labels of documents without lines or pages
+    ordinal: int = 0  # position, for labels of documents without lines, pages or headings
+    first_heading: str | None = None  # headings where the span starts and ends (prose without line ranges)
+    last_heading: str | None = None
 
     @property
     def label(self) -> str:
@@ -69,6 +72,9 @@ class Part:
             return f"p. {self.page_start}" + (f"-{self.page_end}" if self.page_end != self.page_start else "")
         if self.line_start:
             return f"lines {self.line_start}-{self.line_end or self.line_start}"
+        if self.first_heading is not None and (self.first_heading or self.last_heading):
+            first, last = self.first_heading or "opening", self.last_heading or "opening"
+            return f"§ {first}" + (f" – {last}" if last != first else "")
         return f"part {self.ordinal + 1}"
 
     def span(self) -> dict:
@@ -87,12 +93,16 @@ def merged(parts: list[Part], text: str) -> Part:
         page_start=min(p.page_start for p in pages) if pages else None,
         page_end=max(p.page_end or p.page_start for p in pages) if pages else None,
         ordinal=parts[0].ordinal,
+        first_heading=parts[0].first_heading,
+        last_heading=parts[-1].last_heading,
     )
 
 
 def section_part(i: int, s: Section, previous: Section | None) -> Part:
     text = s.text.strip() if previous is None else without_overlap(previous.text.strip(), s.text.strip())
-    return Part(text, s.line_start, s.line_end or s.line_start, s.page, s.page, ordinal=i)
+    heading = s.heading_path.split(" › ")[-1].strip()
+    return Part(text, s.line_start, s.line_end or s.line_start, s.page, s.page, ordinal=i, first_heading=heading,
+                last_heading=heading)  # fmt: skip
 
 
 def without_overlap(previous: str, text: str) -> str:
@@ -202,8 +212,7 @@ class Planner:
             cut = mid
         if cut <= 0:
             raise SummaryError("a piece of the document does not fit the context window", code="window_too_small")
-        halves = [Part(text[:cut].strip(), part.line_start, part.line_end, part.page_start, part.page_end, part.ordinal),
-                  Part(text[cut:].strip(), part.line_start, part.line_end, part.page_start, part.page_end, part.ordinal)]  # fmt: skip
+        halves = [replace(part, text=text[:cut].strip()), replace(part, text=text[cut:].strip())]
         return [p for half in halves if half.text for p in self.split_to_fit(half)]
 
     def pack(self, parts: list[Part], overhead: int, body: Callable[[Part], str], fits: Callable[[list[Part]], bool]) -> list[list[Part]]:

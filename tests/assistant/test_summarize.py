@@ -17,9 +17,9 @@ from assistant.backends.echo import EchoBackend
 from assistant.cli import main
 from assistant.services import Services
 from assistant.settings import SummarySettings
-from assistant.summarize import SummaryError, summarize_document, summary_events, without_overlap
+from assistant.summarize import SummaryError, merged, section_part, summarize_document, summary_events, without_overlap
 from indexes.store import NewChunk, SourceInfo, Store
-from indexes.summaries import find_document, get_document_info
+from indexes.summaries import Section, find_document, get_document_info
 from tests.assistant.test_app import parse_sse
 from tests.conftest import shared_path
 
@@ -121,6 +121,15 @@ async def test_a_window_too_small_is_an_error_event(report_store):
     with pytest.raises(SummaryError):
         await summarize_document(report_store.engine, doc_of(report_store, "reports/nights.md"),
                                  EchoBackend(context_window=64), SummarySettings(max_tokens=24), margin=8)  # fmt: skip
+
+
+def test_prose_without_line_ranges_is_labelled_by_its_headings():
+    a = section_part(0, Section("Intro text", None, None, None, ""), None)
+    b = section_part(1, Section("Cadence text", None, None, None, "Basic Mechanics › Cadence"), None)
+    c = section_part(2, Section("Pitfalls text", None, None, None, "Pitfalls"), None)
+    assert a.label == "part 1" and b.label == "§ Cadence"
+    assert merged([a, b, c], "summary").label == "§ opening – Pitfalls"
+    assert merged([b, c], "summary").label == "§ Cadence – Pitfalls"
 
 
 def test_text_repeated_from_the_previous_chunk_is_read_once():
@@ -234,7 +243,9 @@ def test_llamacpp_summarises_a_document_five_windows_long(long_page, gguf_path, 
     assert summary["pieces"] >= 5 and summary["levels"] >= 1
     assert summary["overview"].strip() and all(p["summary"].strip() for p in summary["parts"])
     assert all(r["prompt_tokens"] <= 512 - 64 - 32 for r in summary["requests"])
-    assert "[lines " in summary["text"]
+    # Markdown chunks carry no line ranges: the parts are labelled by the headings they span.
+    assert all(f"[{p['label']}] " in summary["text"] for p in summary["parts"])
+    assert all(p["label"].startswith("§ ") for p in summary["parts"])
     print(f"\nllama.cpp: {summary['pieces']} pieces, {len(summary['requests'])} requests, {summary['seconds']} s")
     print(summary["text"])
 
