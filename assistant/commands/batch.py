@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from indexes.store import Store
 
 from assistant.backends.base import BackendError
+from assistant.backends.registry import backend_names
 from assistant.services import Services
 from assistant.settings import Settings
 
@@ -27,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", "-o", required=True, type=Path, help="JSONL answers, appended; a re-run skips the ids in it")
     p.add_argument("--concurrency", "-j", type=int, default=4, help="questions in flight at once (default 4)")
     p.add_argument("-k", type=int, help="sources to give the model")
-    p.add_argument("--backend", choices=["llamacpp", "openai", "vllm", "echo"], help="LLM backend")
+    p.add_argument("--backend", choices=backend_names(), help="LLM backend")
     p.set_defaults(func=run_batch_command, overrides=lambda a: {"backend": a.backend} if a.backend else {})
 
 

@@ -14,6 +14,7 @@ from indexes.store import Store
 from indexes.summaries import find_document
 
 from assistant.backends.base import Backend, BackendError, create_backend
+from assistant.backends.registry import backend_names
 from assistant.settings import Settings
 
 
@@ -25,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("document", metavar="PATH_OR_DOC_ID", help="document id, its path in the collection, or the file on disk")
     p.add_argument("--collection", "-c", required=True, help="collection the document belongs to")
     p.add_argument("--refresh", action="store_true", help="summarise again even when a cached summary exists")
-    p.add_argument("--backend", choices=["llamacpp", "openai", "vllm", "echo"], help="LLM backend")
+    p.add_argument("--backend", choices=backend_names(), help="LLM backend")
     p.add_argument("--concurrency", type=int, help="summary requests sent at once (summary.concurrency)")
     p.add_argument("--json", action="store_true", help="print the summary event (text, parts, requests) as JSON")
     p.set_defaults(func=run_summarize, overrides=overrides)

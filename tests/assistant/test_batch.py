@@ -14,10 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from assistant.backends.base import create_backend
 from assistant.batch import question_id, read_answered, read_questions, run_batch
 from assistant.cli import main
-from assistant.services import Services
 from indexes.store import Store
 from tests.assistant.test_app import fill
 
@@ -74,13 +72,8 @@ def test_read_answered_drops_a_cut_off_line_and_failures(tmp_path):
 
 
 @pytest.fixture
-def services(settings_factory, embedder):
-    settings = settings_factory(echo={"delay_s": 0.001})
-    store = Store(settings.data_dir)
-    fill(store, embedder)
-    svc = Services.assemble(settings, store, embedder, create_backend(settings))
-    yield svc
-    store.close()
+def services(settings_factory, make_services, embedder):
+    return make_services(settings_factory(echo={"delay_s": 0.001}), lambda store: fill(store, embedder))
 
 
 QUESTIONS = [f"Question {i}: how early must flights be booked for trip {i}?" for i in range(12)]
