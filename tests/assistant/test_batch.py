@@ -177,7 +177,7 @@ def test_vllm_batch_of_50_killed_halfway_then_resumed(vllm_process, tmp_path, em
     try:
         deadline = time.monotonic() + 400
         while time.monotonic() < deadline and proc.poll() is None:
-            if out.exists() and out.read_text(encoding="utf-8").count("\n") >= 15:
+            if out.exists() and out.read_text(encoding="utf-8").count("\n") >= 25:
                 break
             time.sleep(0.05)
         assert proc.poll() is None, proc.communicate()[1][-3000:]
@@ -186,7 +186,7 @@ def test_vllm_batch_of_50_killed_halfway_then_resumed(vllm_process, tmp_path, em
         proc.communicate()
     time.sleep(2)  # the engine sees the dropped connections and aborts those requests
     kept = set(read_answered(out))
-    assert 15 <= len(kept) < 50
+    assert 25 <= len(kept) < 50
 
     before = finished_by_engine(vllm_process)
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=500)
