@@ -164,10 +164,11 @@ async def measure(services: Any, server: Any, collection: str, questions: list[s
         """Results, wall time, client CPU, server CPU (this process: the server, or the in-process engine)
         and what the engine said about itself.
 
-        Fairness: before timing, the engine evaluates every prompt of the phase once (one token each,
-        untimed), the same for both sides, and is then left to go idle; so neither side finds prompts
-        in the engine's prefix cache that the other side put there."""
-        await send_direct(direct_items(min(n, len(prompts)), max_tokens=1), c)
+        Fairness: before timing, the engine evaluates every request of the phase once (one token each,
+        untimed, at the phase's concurrency), the same for both sides, and is then left to go idle; so
+        neither side finds prompts in the engine's prefix cache that the other side put there, and an
+        engine with one cache per slot has each prompt in as many slots as requests will ask for it."""
+        await send_direct(direct_items(n, max_tokens=1), c)
         idle = await watch.wait_idle()
         async with httpx.AsyncClient() as probe:
             before = await watch.counters(probe)

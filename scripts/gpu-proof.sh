@@ -87,7 +87,10 @@ assemble_models() {
   tar -C "$WORK" -xzf "$PACK/data.tar.gz"
 }
 
+http_ok() { "$PY" -c 'import sys, httpx; sys.exit(httpx.get(sys.argv[1], timeout=2).status_code != 200)' "$1" 2>/dev/null; }
+
 run_proof() {
+  cd "$WORK"  # not a checkout: `python -m assistant.cli` must import the installed product
   until [[ -f $BUILD/.done ]]; do [[ -f $BUILD/.failed ]] && die "the build failed: see $OUT/build.log"; sleep 5; done
   mkdir -p "$SITE/llama_cpp/lib"; find "$BUILD" -name 'lib*.so*' -exec cp -a {} "$SITE/llama_cpp/lib/" \;
   export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} LLAMA_CPP_LIB_PATH=$BUILD/bin HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
@@ -96,9 +99,10 @@ run_proof() {
   local port=8089 ctx=$((SLOTS * 2048))
   "$BUILD/bin/llama-server" -m "$WORK/model.gguf" -ngl 99 -np "$SLOTS" -c "$ctx" --cont-batching --metrics \
     --host 127.0.0.1 --port $port --alias gemma-3-270m >"$OUT/llama-server.log" 2>&1 &
-  local server=$!
-  trap 'kill $server 2>/dev/null || true' EXIT
-  until curl -sf "http://127.0.0.1:$port/health" >/dev/null; do
+  ENGINE_PID=$!
+  local server=$ENGINE_PID
+  trap 'kill $ENGINE_PID 2>/dev/null || true' EXIT
+  until http_ok "http://127.0.0.1:$port/health"; do
     kill -0 $server 2>/dev/null || die "llama-server stopped; see $OUT/llama-server.log"; sleep 0.5
   done
   export ASSISTANT_BACKEND=openai ASSISTANT_OPENAI_BASE_URL=http://127.0.0.1:$port/v1 ASSISTANT_OPENAI_PROMPT_STYLE=completion
@@ -126,16 +130,17 @@ PYEOF
   # `assistant serve` against the same engine, so that status shows the live server's backend too.
   "$PY" -m assistant.cli serve --port 8010 >"$OUT/assistant-serve.log" 2>&1 &
   local assistant=$!
-  for _ in $(seq 120); do curl -sf http://127.0.0.1:8010/health >/dev/null && break; sleep 0.5; done
+  for _ in $(seq 120); do http_ok http://127.0.0.1:8010/health && break; sleep 0.5; done
   "$PY" -m assistant.cli status --json --url http://127.0.0.1:8010 >"$OUT/status.json" 2>"$OUT/status.stderr.log" || echo "status: exit $?"
   kill $assistant 2>/dev/null || true
   "$PY" -m assistant.cli doctor --json >"$OUT/doctor.json" 2>"$OUT/doctor.stderr.log" || echo "doctor: exit $?"
-  curl -s "http://127.0.0.1:$port/props" >"$OUT/llama-server-props.json" || true
+  "$PY" -c 'import sys, httpx; print(httpx.get(sys.argv[1]).text)' "http://127.0.0.1:$port/props" >"$OUT/llama-server-props.json" || true
   kill $server $watcher 2>/dev/null || true; wait $server 2>/dev/null || true
   # The in-process backend: the product answers with every layer on the GPU, then llama.cpp's own log
   # and tokens/s for the same GGUF with every layer on the GPU and with none.
   ASSISTANT_BACKEND=llamacpp ASSISTANT_LLAMACPP_MODEL_PATH=$WORK/model.gguf ASSISTANT_LLAMACPP_N_GPU_LAYERS=-1 \
-    "$PY" -m assistant.cli ask --collection docs "How do I install it?" >"$OUT/inprocess-answer.txt" 2>&1 || echo "ask: exit $?"
+    "$PY" -m assistant.cli ask --collection docs "How do I install it?" >"$OUT/inprocess-answer.txt" 2>&1 \
+    && echo "(exit 0)" >>"$OUT/inprocess-answer.txt" || echo "ask: exit $?" | tee -a "$OUT/inprocess-answer.txt"
   "$PY" - "$WORK/model.gguf" >"$OUT/inprocess-gpu-vs-cpu.json" 2>"$OUT/inprocess-llama.log" <<'PYEOF'
 import json, sys, time
 from llama_cpp import Llama
