@@ -12,6 +12,7 @@
 #   all       the four in order (the default)
 #
 # usage: gpu-proof.sh [STAGE] --pack DIR --out DIR [--work DIR] [--arch NN] [--jobs N] [--slots N]
+#                     [--requests N] [--engine-args "FLAGS"]   (bench serve's requests; more llama-server flags)
 #        gpu-proof.sh assemble-only PIECES_DIR DEST_DIR   (join + sha256 check, nothing else)
 set -euo pipefail
 
@@ -35,7 +36,7 @@ case ${1:-} in
     pieces=$(cd "$2" && pwd); assemble "$pieces" "$3"; exit 0 ;;
   ""|-h|--help) sed -n '2,16p' "$0"; exit 2 ;;
 esac
-PACK=""; OUT=""; WORK=/tmp/gpu-proof; ARCH=""; JOBS=$(nproc); SLOTS=64
+PACK=""; OUT=""; WORK=/tmp/gpu-proof; ARCH=""; JOBS=$(nproc); SLOTS=64; REQUESTS=""; ENGINE_ARGS=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --pack) PACK=${2:?}; shift 2 ;;
@@ -44,13 +45,16 @@ while [[ $# -gt 0 ]]; do
     --arch) ARCH=${2:?}; shift 2 ;;
     --jobs) JOBS=${2:?}; shift 2 ;;
     --slots) SLOTS=${2:?}; shift 2 ;;
+    --requests) REQUESTS=${2:?}; shift 2 ;;
+    --engine-args) ENGINE_ARGS=${2?}; shift 2 ;;
     *) die "unknown argument: $1" ;;
   esac
 done
 [[ -n $PACK && -d $PACK ]] || die "--pack DIR (made by gpu-proof-pack.sh) is required"
 [[ -n $OUT ]] || die "--out DIR is required"
 [[ -z $ARCH || $ARCH =~ ^[0-9]{2,3}$ ]] || die "--arch takes a compute capability without the dot, e.g. 70 or 90"
-[[ $JOBS =~ ^[1-9][0-9]*$ && $SLOTS =~ ^[1-9][0-9]*$ ]] || die "--jobs and --slots take positive integers"
+[[ $JOBS =~ ^[1-9][0-9]*$ && $SLOTS =~ ^[1-9][0-9]*$ && ${REQUESTS:-1} =~ ^[1-9][0-9]*$ ]] \
+  || die "--jobs, --slots and --requests take positive integers"
 PACK=$(cd "$PACK" && pwd); mkdir -p "$OUT" "$WORK"; OUT=$(cd "$OUT" && pwd)
 BUILD=$WORK/build; SITE=$WORK/site; PY=${PYTHON:-python3}
 
@@ -97,8 +101,9 @@ run_proof() {
   export ASSISTANT_DATA_DIR=$WORK/data ASSISTANT_EMBEDDER_MODEL_PATH=$WORK/minilm PYTHONUNBUFFERED=1
   { nvidia-smi; nvcc --version | tail -2; "$PY" --version; } >"$OUT/environment.txt" 2>&1 || true
   local port=8089 ctx=$((SLOTS * 2048))
+  # shellcheck disable=SC2086  # ENGINE_ARGS is a list of flags
   "$BUILD/bin/llama-server" -m "$WORK/model.gguf" -ngl 99 -np "$SLOTS" -c "$ctx" --cont-batching --metrics \
-    --host 127.0.0.1 --port $port --alias gemma-3-270m >"$OUT/llama-server.log" 2>&1 &
+    --host 127.0.0.1 --port $port --alias gemma-3-270m $ENGINE_ARGS >"$OUT/llama-server.log" 2>&1 &
   ENGINE_PID=$!
   local server=$ENGINE_PID
   trap 'kill $ENGINE_PID 2>/dev/null || true' EXIT
@@ -125,7 +130,7 @@ while True:
     time.sleep(0.05)
 PYEOF
   local watcher=$!
-  "$PY" -m assistant.cli bench serve --collection docs --concurrency 1,4,16,64 --json --out "$OUT" \
+  "$PY" -m assistant.cli bench serve --collection docs --concurrency 1,4,16,64 ${REQUESTS:+--requests $REQUESTS} --json --out "$OUT" \
     >"$OUT/bench-serve.stdout.json" 2>"$OUT/bench-serve.stderr.log" || echo "bench serve failed: see bench-serve.stderr.log"
   # `assistant serve` against the same engine, so that status shows the live server's backend too.
   "$PY" -m assistant.cli serve --port 8010 >"$OUT/assistant-serve.log" 2>&1 &

@@ -30,6 +30,7 @@ def sh(*args: object) -> subprocess.CompletedProcess:
         (PROOF, ["run", "--out", "o"], "--pack DIR"),
         (PROOF, ["build", "--pack", ".", "--out", "o", "--arch", "9.0"], "compute capability"),
         (PROOF, ["run", "--pack", ".", "--out", "o", "--slots", "x"], "positive integers"),
+        (PROOF, ["run", "--pack", ".", "--out", "o", "--requests", "0"], "positive integers"),
     ],
 )
 def test_bad_arguments_are_refused_with_a_reason(tmp_path, script, args, message):
