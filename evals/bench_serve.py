@@ -30,6 +30,7 @@ from typing import Any
 import httpx
 
 from assistant.backends.base import GenParams
+from evals.engine_watch import EngineWatch, counter_deltas
 from evals.loadgen import Result, ask_backend, run_job_in_child, run_level, summarize
 from assistant.settings import Settings
 
@@ -92,6 +93,7 @@ def environment(settings: Settings, backend: Any) -> dict[str, Any]:
         flags.update(settings.llamacpp.model_dump(mode="json"))
     elif settings.backend == "openai":
         flags.update(settings.openai.model_dump(mode="json", exclude={"api_key"}))
+        flags["context_window"] = backend.context_window  # the server's own when it reports one, not the fallback
     url = direct_url(backend)
     return {
         "python": sys.version.split()[0],
@@ -136,34 +138,53 @@ async def measure(services: Any, server: Any, collection: str, questions: list[s
     backend, gen = services.backend, services.settings.generation
     prompts = await asyncio.to_thread(build_prompts, services, collection, questions)
     url = direct_url(backend)
+    watch = EngineWatch(url)
 
     def ask_items(n: int) -> list[dict[str, Any]]:
         return [{"question": questions[i % len(questions)], "collection": collection} for i in range(n)]
 
-    def direct_items(n: int) -> list[dict[str, Any]]:
-        return [{"messages": prompts[i % len(prompts)].messages, "max_tokens": gen.max_tokens,
+    def direct_items(n: int, max_tokens: int | None = None) -> list[dict[str, Any]]:
+        return [{"messages": prompts[i % len(prompts)].messages, "max_tokens": max_tokens or gen.max_tokens,
                  "temperature": gen.temperature, "stop": prompts[i % len(prompts)].stop} for i in range(n)]  # fmt: skip
 
-    async def phase(side: str, c: int, n: int) -> tuple[list[Result], float, float, float]:
-        """Results, wall time, client CPU, server CPU (this process: the server, or the in-process engine)."""
-        cpu = time.process_time()
-        if side == "direct" and not url:  # an in-process engine: its async objects live on the server's loop
-            items = direct_items(n)
-
-            def make(i: int):
-                params = GenParams(max_tokens=gen.max_tokens, temperature=gen.temperature, stop=items[i]["stop"])
-                fut = asyncio.run_coroutine_threadsafe(ask_backend(backend, items[i]["messages"], params), server.loop)
-                return asyncio.wrap_future(fut)
-
-            results, wall, client_cpu = await run_level(make, c, n)
-            return results, wall, client_cpu, time.process_time() - cpu
-        if side == "ours":
-            job = {"kind": "ask", "url": server.url, "concurrency": c, "items": ask_items(n)}
-        else:
+    async def send_direct(items: list[dict[str, Any]], c: int) -> tuple[list[Result], float, float]:
+        if url:
             job = {"kind": "openai", "url": url, "model": backend.model, "style": backend.prompt_style,
-                   "sampling": server_sampling(services.settings), "concurrency": c, "items": direct_items(n)}  # fmt: skip
-        results, wall, client_cpu = await run_job_in_child(job)
-        return results, wall, client_cpu, time.process_time() - cpu
+                   "sampling": server_sampling(services.settings), "concurrency": c, "items": items}  # fmt: skip
+            return await run_job_in_child(job)
+
+        def make(i: int):  # an in-process engine: its async objects live on the server's loop
+            params = GenParams(max_tokens=items[i]["max_tokens"], temperature=gen.temperature, stop=items[i]["stop"])
+            fut = asyncio.run_coroutine_threadsafe(ask_backend(backend, items[i]["messages"], params), server.loop)
+            return asyncio.wrap_future(fut)
+
+        return await run_level(make, c, len(items))
+
+    async def phase(side: str, c: int, n: int) -> tuple[list[Result], float, float, float, dict[str, Any]]:
+        """Results, wall time, client CPU, server CPU (this process: the server, or the in-process engine)
+        and what the engine said about itself.
+
+        Fairness: before timing, the engine evaluates every request of the phase once (one token each,
+        untimed, at the phase's concurrency), the same for both sides, and is then left to go idle; so
+        neither side finds prompts in the engine's prefix cache that the other side put there, and an
+        engine with one cache per slot has each prompt in as many slots as requests will ask for it."""
+        await send_direct(direct_items(n, max_tokens=1), c)
+        idle = await watch.wait_idle()
+        async with httpx.AsyncClient() as probe:
+            before = await watch.counters(probe)
+            stop = asyncio.Event()
+            peak = asyncio.create_task(watch.peak_running(stop))
+            cpu = time.process_time()
+            if side == "ours":
+                job = {"kind": "ask", "url": server.url, "concurrency": c, "items": ask_items(n)}
+                results, wall, client_cpu = await run_job_in_child(job)
+            else:
+                results, wall, client_cpu = await send_direct(direct_items(n), c)
+            server_cpu = time.process_time() - cpu
+            stop.set()
+            after = await watch.counters(probe)
+        engine = {"idle_before": idle, "peak_running": await peak, "counters": counter_deltas(before, after)}
+        return results, wall, client_cpu, server_cpu, engine
 
     for side in ("ours", "direct"):  # warm-up: caches, connections, first-call costs
         await phase(side, min(len(questions), 4), len(questions))
@@ -172,9 +193,11 @@ async def measure(services: Any, server: Any, collection: str, questions: list[s
         # Rounds in A-B-B-A order, so that a drift in the machine's load weighs on both sides alike.
         per_round = max(c, math.ceil((requests or max(2 * c, 8)) / ROUNDS))
         runs: dict[str, list[Any]] = {"ours": [[], 0.0, 0.0, 0.0], "direct": [[], 0.0, 0.0, 0.0]}
+        engine: dict[str, list[dict[str, Any]]] = {"ours": [], "direct": []}
         for r in range(ROUNDS):
             for side in ("ours", "direct") if r % 2 == 0 else ("direct", "ours"):
-                results, wall, client_cpu, server_cpu = await phase(side, c, per_round)
+                results, wall, client_cpu, server_cpu, seen = await phase(side, c, per_round)
+                engine[side].append(seen)
                 await asyncio.to_thread(count_answer_tokens, backend, results)
                 acc = runs[side]
                 acc[0] += results
@@ -184,6 +207,7 @@ async def measure(services: Any, server: Any, collection: str, questions: list[s
         level: dict[str, Any] = {"concurrency": c, "rounds": ROUNDS}
         for side, (results, wall, client_cpu, server_cpu) in runs.items():
             level[side] = summarize(results, wall, client_cpu, server_cpu)
+            level[side]["engine"] = engine_summary(engine[side])
         o, d = level["ours"], level["direct"]
         level["ratio"] = round(o["tok_s"] / d["tok_s"], 3) if d["tok_s"] else None
         level["server_added_ttft_ms_p50"] = (
@@ -192,6 +216,19 @@ async def measure(services: Any, server: Any, collection: str, questions: list[s
         emit(level)
         report.append(level)
     return report
+
+
+def engine_summary(phases: list[dict[str, Any]]) -> dict[str, Any]:
+    """One side's rounds as the engine saw them: the most requests it ran at once, whether it was idle
+    before each round, and its counters (prompt tokens evaluated, prefix-cache hits) summed."""
+    peaks = [p["peak_running"] for p in phases if p["peak_running"] is not None]
+    counters = [p["counters"] for p in phases if p["counters"] is not None]
+    total = {k: sum(c.get(k, 0) for c in counters) for k in sorted({k for c in counters for k in c})}
+    return {
+        "peak_running": max(peaks) if peaks else None,
+        "idle_before": [p["idle_before"] for p in phases],
+        "counters": total if counters else None,
+    }
 
 
 def plot(levels: list[dict[str, Any]], path: Path, title: str) -> None:

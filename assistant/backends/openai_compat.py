@@ -19,6 +19,7 @@ import asyncio
 import json
 import logging
 import math
+import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, AsyncIterator, Literal
@@ -89,6 +90,9 @@ class OpenAIBackend:
         self._info: ServerInfo | None = None
         self._failed_at = -math.inf
         self._tokenize_route: str | None = None  # "vllm", "llamacpp" or "estimate", found on first count
+        self._context_probed = False  # asked the server's own endpoints for its window (once)
+        self._probed_window: int | None = None
+        self._probe_lock = threading.Lock()
 
     @property
     def tokenize_route(self) -> str | None:
@@ -135,6 +139,32 @@ class OpenAIBackend:
         self._failed_at = time.monotonic()
         return None
 
+    def _probe_context_window(self, root: str, model: str) -> int | None:
+        """The context window from a server that does not put it in /v1/models: llama.cpp's
+        `llama-server` (GET /props: `default_generation_settings.n_ctx`, or `n_ctx`), Ollama (POST
+        /api/show: a `num_ctx` parameter). Without one, the configured window is assumed and said once."""
+        found: Any = None
+        try:
+            r = self._http.get(f"{root}/props", timeout=HEALTH_TIMEOUT_S)
+            if r.status_code == 200:
+                props = r.json()
+                found = (props.get("default_generation_settings") or {}).get("n_ctx") or props.get("n_ctx")
+            if not found:
+                r = self._http.post(f"{root}/api/show", json={"model": model}, timeout=HEALTH_TIMEOUT_S)
+                if r.status_code == 200:
+                    params = str(r.json().get("parameters") or "")
+                    match = next((line.split()[1] for line in params.splitlines() if line.split()[:1] == ["num_ctx"]), None)
+                    found = int(match) if match and match.isdigit() else None
+        except (self._httpx.HTTPError, ValueError, AttributeError) as exc:
+            log.debug("context window probe at %s failed: %s", root, exc)
+        if isinstance(found, int) and found > 0:
+            return found
+        log.warning(
+            "the server at %s does not report its context window; assuming %d tokens "
+            "(set openai.context_window to the server's real one)", root, self.cfg.context_window,
+        )
+        return None
+
     @property
     def model(self) -> str:
         if self.cfg.model:
@@ -145,7 +175,14 @@ class OpenAIBackend:
     @property
     def context_window(self) -> int:
         info = self._discover()
-        return info.max_model_len if info and info.max_model_len else self.cfg.context_window
+        if info is not None and info.max_model_len:
+            return info.max_model_len
+        if info is not None:
+            with self._probe_lock:  # prompts are built in several threads at once: probe (and warn) once
+                if not self._context_probed:
+                    self._probed_window = self._probe_context_window(self.replicas.all[0].root, info.model)
+                    self._context_probed = True
+        return self._probed_window or self.cfg.context_window
 
     # --- tokens ---------------------------------------------------------------------------------
 

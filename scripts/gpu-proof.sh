@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# The GPU path on a machine with an NVIDIA GPU and no package registry, from what
+# scripts/gpu-proof-pack.sh prepared (PACK: llama.cpp.tar.gz, *.whl, *.part-NN + SHA256SUMS, data.tar.gz).
+#
+#   build     llama.cpp (shared libraries + llama-server) with CUDA for this GPU's compute capability
+#   install   the carried wheels (the product's among them) into WORK/site
+#   assemble  join the model pieces and check their sha256
+#   run       llama-server (-np 64, every layer on the GPU, continuous batching, ctx 64 x 2048);
+#             `assistant bench serve --concurrency 1,4,16,64` against it, the engine's /slots watched;
+#             `assistant status --json` and `doctor --json`; the in-process llama.cpp on the GPU
+#             (n_gpu_layers=-1) against the same GGUF on the CPU; everything under OUT
+#   all       the four in order (the default)
+#
+# usage: gpu-proof.sh [STAGE] --pack DIR --out DIR [--work DIR] [--arch NN] [--jobs N] [--slots N]
+#                     [--requests N] [--engine-args "FLAGS"]   (bench serve's requests; more llama-server flags)
+#        gpu-proof.sh assemble-only PIECES_DIR DEST_DIR   (join + sha256 check, nothing else)
+set -euo pipefail
+
+die() { echo "gpu-proof: $*" >&2; exit 2; }
+
+assemble() {  # assemble PIECES DEST: every NAME in PIECES/SHA256SUMS joined from NAME.part-* and checked
+  local pieces=$1 dest=$2
+  [[ -f $pieces/SHA256SUMS ]] || die "assemble: $pieces/SHA256SUMS not found"
+  mkdir -p "$dest"
+  while read -r _ name; do
+    compgen -G "$pieces/$name.part-*" >/dev/null || die "assemble: no pieces of $name in $pieces"
+    cat $(ls "$pieces/$name".part-* | sort) >"$dest/$name"
+  done <"$pieces/SHA256SUMS"
+  (cd "$dest" && sha256sum --quiet -c "$pieces/SHA256SUMS") || die "assemble: sha256 mismatch"
+}
+
+STAGE=all
+case ${1:-} in
+  build|install|assemble|run|all) STAGE=$1; shift ;;
+  assemble-only) [[ $# -eq 3 ]] || die "usage: assemble-only PIECES_DIR DEST_DIR"
+    pieces=$(cd "$2" && pwd); assemble "$pieces" "$3"; exit 0 ;;
+  ""|-h|--help) sed -n '2,16p' "$0"; exit 2 ;;
+esac
+PACK=""; OUT=""; WORK=/tmp/gpu-proof; ARCH=""; JOBS=$(nproc); SLOTS=64; REQUESTS=""; ENGINE_ARGS=""
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --pack) PACK=${2:?}; shift 2 ;;
+    --out) OUT=${2:?}; shift 2 ;;
+    --work) WORK=${2:?}; shift 2 ;;
+    --arch) ARCH=${2:?}; shift 2 ;;
+    --jobs) JOBS=${2:?}; shift 2 ;;
+    --slots) SLOTS=${2:?}; shift 2 ;;
+    --requests) REQUESTS=${2:?}; shift 2 ;;
+    --engine-args) ENGINE_ARGS=${2?}; shift 2 ;;
+    *) die "unknown argument: $1" ;;
+  esac
+done
+[[ -n $PACK && -d $PACK ]] || die "--pack DIR (made by gpu-proof-pack.sh) is required"
+[[ -n $OUT ]] || die "--out DIR is required"
+[[ -z $ARCH || $ARCH =~ ^[0-9]{2,3}$ ]] || die "--arch takes a compute capability without the dot, e.g. 70 or 90"
+[[ $JOBS =~ ^[1-9][0-9]*$ && $SLOTS =~ ^[1-9][0-9]*$ && ${REQUESTS:-1} =~ ^[1-9][0-9]*$ ]] \
+  || die "--jobs, --slots and --requests take positive integers"
+PACK=$(cd "$PACK" && pwd); mkdir -p "$OUT" "$WORK"; OUT=$(cd "$OUT" && pwd)
+BUILD=$WORK/build; SITE=$WORK/site; PY=${PYTHON:-python3}
+
+build() {
+  mkdir -p "$BUILD"; rm -f "$BUILD/.done" "$BUILD/.failed"
+  trap '[[ -f $BUILD/.done ]] || touch "$BUILD/.failed"' EXIT  # `run` waits for one of the two
+  command -v nvidia-smi >/dev/null || die "build: no nvidia-smi (an NVIDIA GPU and driver are needed)"
+  command -v nvcc >/dev/null || die "build: no nvcc (a CUDA toolkit is needed)"
+  [[ -n $ARCH ]] || ARCH=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '. ')
+  rm -rf "$WORK/src"; mkdir -p "$WORK/src"; tar -C "$WORK/src" -xzf "$PACK/llama.cpp.tar.gz"
+  local flags=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=$ARCH" -DBUILD_SHARED_LIBS=ON
+               -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF
+               -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF)
+  echo "cmake ${flags[*]}" | tee "$OUT/build-flags.txt"
+  local t0=$SECONDS
+  cmake -S "$WORK/src/llama.cpp" -B "$BUILD" "${flags[@]}" >"$OUT/build.log" 2>&1
+  cmake --build "$BUILD" --target llama-server llama -j "$JOBS" >>"$OUT/build.log" 2>&1
+  echo "built in $((SECONDS - t0)) s for sm_$ARCH" | tee -a "$OUT/build-flags.txt"
+  touch "$BUILD/.done"
+}
+
+install_wheels() {
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$PACK"/*.whl
+  # llama-cpp-python's Python package; its native libraries are the build's (copied in by `run`).
+  rm -rf "$WORK/pysrc" "$SITE/llama_cpp"; mkdir -p "$WORK/pysrc"
+  tar -C "$WORK/pysrc" -xzf "$PACK/llama.cpp.tar.gz" ./llama_cpp
+  cp -a "$WORK/pysrc/llama_cpp" "$SITE/llama_cpp"
+}
+
+assemble_models() {
+  assemble "$PACK" "$WORK"
+  rm -rf "$WORK/minilm" "$WORK/data"; mkdir -p "$WORK/minilm"
+  tar -C "$WORK/minilm" -xf "$WORK/minilm.tar"
+  tar -C "$WORK" -xzf "$PACK/data.tar.gz"
+}
+
+http_ok() { "$PY" -c 'import sys, httpx; sys.exit(httpx.get(sys.argv[1], timeout=2).status_code != 200)' "$1" 2>/dev/null; }
+
+run_proof() {
+  cd "$WORK"  # not a checkout: `python -m assistant.cli` must import the installed product
+  until [[ -f $BUILD/.done ]]; do [[ -f $BUILD/.failed ]] && die "the build failed: see $OUT/build.log"; sleep 5; done
+  mkdir -p "$SITE/llama_cpp/lib"; find "$BUILD" -name 'lib*.so*' -exec cp -a {} "$SITE/llama_cpp/lib/" \;
+  export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} LLAMA_CPP_LIB_PATH=$BUILD/bin HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+  export ASSISTANT_DATA_DIR=$WORK/data ASSISTANT_EMBEDDER_MODEL_PATH=$WORK/minilm PYTHONUNBUFFERED=1
+  { nvidia-smi; nvcc --version | tail -2; "$PY" --version; } >"$OUT/environment.txt" 2>&1 || true
+  local port=8089 ctx=$((SLOTS * 2048))
+  # shellcheck disable=SC2086  # ENGINE_ARGS is a list of flags
+  "$BUILD/bin/llama-server" -m "$WORK/model.gguf" -ngl 99 -np "$SLOTS" -c "$ctx" --cont-batching --metrics \
+    --host 127.0.0.1 --port $port --alias gemma-3-270m $ENGINE_ARGS >"$OUT/llama-server.log" 2>&1 &
+  ENGINE_PID=$!
+  local server=$ENGINE_PID
+  trap 'kill $ENGINE_PID 2>/dev/null || true' EXIT
+  until http_ok "http://127.0.0.1:$port/health"; do
+    kill -0 $server 2>/dev/null || die "llama-server stopped; see $OUT/llama-server.log"; sleep 0.5
+  done
+  export ASSISTANT_BACKEND=openai ASSISTANT_OPENAI_BASE_URL=http://127.0.0.1:$port/v1 ASSISTANT_OPENAI_PROMPT_STYLE=completion
+  # The engine's slots, watched for the whole bench: the most requests it held at once, and that moment's view.
+  "$PY" - "$port" "$OUT/slots-peak.json" <<'PYEOF' &
+import json, sys, time, httpx
+port, path = sys.argv[1], sys.argv[2]
+best, seen = -1, None
+while True:
+    try:
+        slots = httpx.get(f"http://127.0.0.1:{port}/slots", timeout=5).json()
+    except Exception:
+        break
+    busy = sum(1 for s in slots if s.get("is_processing"))
+    if busy > best:
+        best, seen = busy, slots
+        json.dump({"max_processing_at_once": best, "slots": len(slots), "at": time.time(),
+                   "view": [{"id": s.get("id"), "is_processing": s.get("is_processing"), "n_ctx": s.get("n_ctx")} for s in seen]},
+                  open(path, "w"), indent=1)
+    time.sleep(0.05)
+PYEOF
+  local watcher=$!
+  "$PY" -m assistant.cli bench serve --collection docs --concurrency 1,4,16,64 ${REQUESTS:+--requests $REQUESTS} --json --out "$OUT" \
+    >"$OUT/bench-serve.stdout.json" 2>"$OUT/bench-serve.stderr.log" || echo "bench serve failed: see bench-serve.stderr.log"
+  # `assistant serve` against the same engine, so that status shows the live server's backend too.
+  "$PY" -m assistant.cli serve --port 8010 >"$OUT/assistant-serve.log" 2>&1 &
+  local assistant=$!
+  for _ in $(seq 120); do http_ok http://127.0.0.1:8010/health && break; sleep 0.5; done
+  "$PY" -m assistant.cli status --json --url http://127.0.0.1:8010 >"$OUT/status.json" 2>"$OUT/status.stderr.log" || echo "status: exit $?"
+  kill $assistant 2>/dev/null || true
+  "$PY" -m assistant.cli doctor --json >"$OUT/doctor.json" 2>"$OUT/doctor.stderr.log" || echo "doctor: exit $?"
+  "$PY" -c 'import sys, httpx; print(httpx.get(sys.argv[1]).text)' "http://127.0.0.1:$port/props" >"$OUT/llama-server-props.json" || true
+  kill $server $watcher 2>/dev/null || true; wait $server 2>/dev/null || true
+  # The in-process backend: the product answers with every layer on the GPU, then llama.cpp's own log
+  # and tokens/s for the same GGUF with every layer on the GPU and with none.
+  ASSISTANT_BACKEND=llamacpp ASSISTANT_LLAMACPP_MODEL_PATH=$WORK/model.gguf ASSISTANT_LLAMACPP_N_GPU_LAYERS=-1 \
+    "$PY" -m assistant.cli ask --collection docs "How do I install it?" >"$OUT/inprocess-answer.txt" 2>&1 \
+    && echo "(exit 0)" >>"$OUT/inprocess-answer.txt" || echo "ask: exit $?" | tee -a "$OUT/inprocess-answer.txt"
+  "$PY" - "$WORK/model.gguf" >"$OUT/inprocess-gpu-vs-cpu.json" 2>"$OUT/inprocess-llama.log" <<'PYEOF'
+import json, sys, time
+from llama_cpp import Llama
+prompt = "The history of the printing press begins"
+out = {}
+for name, layers in (("gpu", -1), ("cpu", 0)):
+    llm = Llama(model_path=sys.argv[1], n_gpu_layers=layers, n_ctx=2048, n_threads=8, verbose=True, seed=7)
+    llm(prompt, max_tokens=8)  # warm-up
+    t = time.perf_counter(); r = llm(prompt, max_tokens=256, temperature=0.0); dt = time.perf_counter() - t
+    n = r["usage"]["completion_tokens"]
+    out[name] = {"n_gpu_layers": layers, "completion_tokens": n, "seconds": round(dt, 3), "tok_s": round(n / dt, 1)}
+    print(f"=== {name}: {out[name]}", file=sys.stderr, flush=True)
+    del llm
+out["gpu_over_cpu"] = round(out["gpu"]["tok_s"] / out["cpu"]["tok_s"], 2)
+print(json.dumps(out, indent=1))
+PYEOF
+  grep -E "offload|CUDA0|using device" "$OUT/inprocess-llama.log" | head -20 >"$OUT/inprocess-offload.txt" || true
+  echo "== results in $OUT"; ls -la "$OUT"
+}
+
+case $STAGE in
+  build) build ;;
+  install) install_wheels ;;
+  assemble) assemble_models ;;
+  run) run_proof ;;
+  all) build; install_wheels; assemble_models; run_proof ;;
+esac
