@@ -140,6 +140,7 @@ class Turn(SQLModel, table=True):
     query: str = ""  # what retrieval searched for (the question rewritten to stand alone)
     answer: str = ""
     sources: str = "[]"  # JSON: the sources event as the client saw it
+    created_at: datetime = Field(default_factory=utcnow)
 
 
 class Summary(SQLModel, table=True):
