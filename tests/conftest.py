@@ -134,3 +134,20 @@ async def client(services):
 
     async with AsyncTestClient(app=create_app(services.settings, services)) as c:
         yield c
+
+
+@pytest.fixture(scope="session")
+def flask_src(tmp_path_factory):
+    """Flask 3.1.3's src/ tree (from the sdist the shared script unpacks), as a folder of its own; a skip
+    with the reason where the script is absent or cannot fetch it."""
+    import shutil
+    import subprocess
+
+    script = shared_path("corpora", "get-flask-source.sh")
+    dest = tmp_path_factory.mktemp("flask-sdist")
+    out = subprocess.run(["sh", str(script), str(dest)], capture_output=True, text=True, timeout=300)
+    if out.returncode != 0:
+        pytest.skip(f"the Flask sdist could not be fetched: {out.stderr.strip()[-300:]}")
+    tree = tmp_path_factory.mktemp("flask") / "flask"
+    shutil.copytree(f"{out.stdout.strip()}/src", tree / "src")
+    return tree

@@ -6,8 +6,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import shutil
-import subprocess
 import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -25,7 +23,7 @@ from assistant.backends.base import create_backend
 from assistant.services import Services
 from evals.local_server import serve_in_thread
 from indexes.store import NewChunk, SourceInfo, Store
-from tests.conftest import REPO, shared_path
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow  # the real MiniLM embedder, in this process and in the stdio server
 
@@ -230,19 +228,13 @@ async def test_mcp_off_leaves_no_mount(settings_factory, embedder):
 
 
 @pytest.fixture(scope="module")
-def flask_url(tmp_path_factory, embedder) -> Iterator[tuple[str, Path]]:
+def flask_url(tmp_path_factory, embedder, flask_src) -> Iterator[tuple[str, Path]]:
     """Flask 3.1.3's source tree (src/ of the sdist: a small corpus) ingested once through the ingest
     package, served by the real server: (base URL, tree)."""
     from assistant.settings import Settings
     from ingest.pipeline import ingest_paths
 
-    script = shared_path("corpora", "get-flask-source.sh")
-    dest = tmp_path_factory.mktemp("flask-sdist")
-    out = subprocess.run(["sh", str(script), str(dest)], capture_output=True, text=True, timeout=300)
-    if out.returncode != 0:
-        pytest.skip(f"the Flask sdist could not be fetched: {out.stderr.strip()[-300:]}")
-    tree = tmp_path_factory.mktemp("flask") / "flask"
-    shutil.copytree(Path(out.stdout.strip()) / "src", tree / "src")
+    tree = flask_src
     settings = Settings(data_dir=tmp_path_factory.mktemp("flask-data"), backend="echo")
     store = Store(settings.data_dir)
     report = ingest_paths(store, embedder, [tree], "flask")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import shutil
-import subprocess
 
 import pytest
 
@@ -15,19 +14,6 @@ from ingest.split import slugify
 from tests.conftest import shared_path
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def flask_src(tmp_path_factory):
-    """Flask's src/ tree (from the sdist the shared script unpacks), as a folder of its own."""
-    script = shared_path("corpora", "get-flask-source.sh")
-    dest = tmp_path_factory.mktemp("flask-sdist")
-    out = subprocess.run(["sh", str(script), str(dest)], capture_output=True, text=True, timeout=300)
-    if out.returncode != 0:
-        pytest.skip(f"the Flask sdist could not be fetched: {out.stderr.strip()[-300:]}")
-    tree = tmp_path_factory.mktemp("flask") / "flask"
-    shutil.copytree(f"{out.stdout.strip()}/src", tree / "src")
-    return tree
 
 
 def test_flask_make_response_is_found_as_its_method_with_lines(flask_src, store, embedder):
