@@ -7,6 +7,9 @@ vLLM's `POST /tokenize` (chat messages through the chat template, or a plain pro
 completion prompts, llama-cpp-python's `POST /extras/tokenize/count`. Without one, tokens are
 estimated conservatively: one per 3 UTF-8 bytes plus 8 per message and 8 for the reply's start.
 
+Every streamed request asks for the usage chunk (`stream_options.include_usage`): the engine's own
+count of the tokens it generated is then the answer's `completion_tokens`, whatever the text shown.
+
 Several base URLs (replicas of one model) share the load: each request goes to the replica with the
 fewest requests in flight; one that cannot be reached is skipped for a while (see replicas.py) and a
 request that could not connect moves on to the next. Each request has a total deadline (`timeout_s`)
@@ -248,6 +251,8 @@ class OpenAIBackend:
                 retry = exc.response.headers.get("retry-after", "")
                 return BackendBusy(f"backend busy at {url}", retry_after=int(retry) if retry.isdigit() else 5)
             return BackendError(f"backend at {url} answered {exc.status_code}: {exc.message}")
+        if isinstance(exc, self._httpx.TimeoutException):  # a read that outlasted the timeout mid-stream
+            return BackendError(f"backend timed out at {url}")
         if isinstance(exc, self._httpx.HTTPError):  # raised while reading a stream: the connection broke
             return BackendError(f"backend connection lost at {url}: {type(exc).__name__}: {exc}")
         return BackendError(f"backend error at {url}: {exc}")
@@ -269,14 +274,20 @@ class OpenAIBackend:
             args["stop"] = params.stop[:4]  # the OpenAI API accepts at most four
         if self.cfg.sampling:
             args["extra_body"] = self.cfg.sampling
+        args["stream_options"] = {"include_usage": True}
         # The raw streaming response: the client builds and sends the request and maps its errors; the
         # chunks are read as plain JSON (a typed object per token costs more than the rest of the path).
         if self.prompt_style == "chat":
             return await replica.client.chat.completions.with_raw_response.create(messages=messages, **args)
         return await replica.client.completions.with_raw_response.create(prompt=completion_text(messages), **args)
 
-    async def stream(self, messages: list[Message], params: GenParams) -> AsyncIterator[str]:
+    def stream(self, messages: list[Message], params: GenParams) -> "RemoteAnswer":
         """Stream from the least busy replica; one that cannot be reached is set aside and the next tried."""
+        answer = RemoteAnswer()
+        answer.pieces = self._pieces(answer, messages, params)
+        return answer
+
+    async def _pieces(self, answer: "RemoteAnswer", messages: list[Message], params: GenParams) -> AsyncIterator[str]:
         o = self._openai
         deadline = time.monotonic() + self.cfg.timeout_s
         response, replica, failure = None, None, None
@@ -313,6 +324,9 @@ class OpenAIBackend:
                 if chunk.get("error"):
                     error = chunk["error"]
                     raise BackendError(f"backend error at {replica.base_url}: {error.get('message', error) if isinstance(error, dict) else error}")
+                usage = chunk.get("usage")
+                if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+                    answer.completion_tokens = usage["completion_tokens"]
                 choices = chunk.get("choices")
                 if not choices:
                     continue
@@ -363,6 +377,24 @@ class OpenAIBackend:
                 await replica.client.close()
             except RuntimeError:  # its connections belonged to an event loop that is already closed
                 pass
+
+
+class RemoteAnswer:
+    """The text pieces of one remote answer. `completion_tokens` is the engine's own count, known once
+    its usage chunk arrived (None from a server that sends none); `aclose()` aborts the request."""
+
+    def __init__(self) -> None:
+        self.completion_tokens: int | None = None
+        self.pieces: Any = None  # the async generator that reads the server's stream
+
+    def __aiter__(self) -> "RemoteAnswer":
+        return self
+
+    async def __anext__(self) -> str:
+        return await self.pieces.__anext__()
+
+    async def aclose(self) -> None:
+        await self.pieces.aclose()
 
 
 def create_openai(settings: "Settings") -> OpenAIBackend:

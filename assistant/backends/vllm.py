@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, AsyncIterator, Literal
 import anyio
 
 from assistant.backends.base import BackendError, BackendHealth, GenParams, Message, completion_text
-from assistant.backends.openai_compat import OpenAIBackend
+from assistant.backends.openai_compat import OpenAIBackend, RemoteAnswer
 from assistant.backends.vllm_process import VLLMProcess, served_name
 
 if TYPE_CHECKING:
@@ -116,11 +116,19 @@ class VLLMBackend:
     def _not_ready(self) -> BackendError:
         return BackendError(f"the vLLM server is not ready ({self.process.state}): {self.process.detail}")
 
-    async def stream(self, messages: list[Message], params: GenParams) -> AsyncIterator[str]:
-        if not self.process.ready:
-            raise self._not_ready()
-        async for piece in self.client.stream(messages, params):
-            yield piece
+    def stream(self, messages: list[Message], params: GenParams) -> RemoteAnswer:
+        answer = self.client.stream(messages, params)  # keeps the engine's token count for the caller
+        answer.pieces = self._when_ready(answer.pieces)
+        return answer
+
+    async def _when_ready(self, pieces: AsyncIterator[str]) -> AsyncIterator[str]:
+        try:
+            if not self.process.ready:
+                raise self._not_ready()
+            async for piece in pieces:
+                yield piece
+        finally:
+            await pieces.aclose()  # type: ignore[attr-defined]  # closed at once: the engine aborts the request
 
     async def health(self) -> BackendHealth:
         if not self.process.ready:

@@ -163,7 +163,7 @@ async def test_answers_with_sources_and_health_is_ok(vllm_process, corpus, embed
     with running_app(settings, store, embedder, vllm_process) as (url, _):
         async with httpx.AsyncClient(timeout=120) as client:
             h = (await client.get(f"{url}/health")).json()
-            assert h["status"] == "ok" and h["backend"]["name"] == "vllm" and h["backend"]["context_window"] == MAX_MODEL_LEN
+            assert h["status"] == "ok" and h["backend"]["name"] == "vllm" and h["backend"]["context_window"] == MAX_MODEL_LEN, h
             events = await ask(client, url, "How many days before departure must flights be booked?")
     kinds = [k for k, _ in events]
     assert kinds[-2:] == ["sources", "done"] and "token" in kinds, kinds
@@ -190,6 +190,8 @@ async def test_sixteen_concurrent_questions_are_all_running_in_the_engine_at_onc
     assert peak == 16, f"at most {peak} of 16 requests were running in the engine at once"
     # the sampling settings reached the engine: every answer ran to max_tokens
     assert finished_requests(vllm_process).get("length", 0.0) - length_before == 16
+    # and the engine's own token count (its usage chunk) is the one each answer reports
+    assert [r[-1][1].get("completion_tokens") for r in results] == [160] * 16
 
 
 async def test_a_client_that_disconnects_makes_the_engine_abort_within_two_seconds(vllm_process, corpus, embedder):
