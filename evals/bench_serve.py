@@ -34,7 +34,7 @@ from evals.engine_watch import EngineWatch, counter_deltas
 from evals.loadgen import Result, ask_backend, run_job_in_child, run_level, summarize
 from assistant.settings import Settings
 
-ROUNDS = 2  # per level and side
+ROUNDS = 2  # per level and side, by default
 QUESTIONS = [
     "What is this project about?",
     "How do I install it?",
@@ -125,15 +125,23 @@ def build_prompts(services: Any, collection: str, questions: list[str]) -> list[
 
 
 def count_answer_tokens(backend: Any, results: list[Result]) -> None:
-    """Answer tokens, counted with the backend's tokenizer the same way for both targets."""
-    base = backend.count_tokens([{"role": "user", "content": ""}])
+    """Answer tokens: the engine's own count where it gave one (the same engine serves both targets, so
+    both have it or neither), else the text counted with the backend's tokenizer the same way for both.
+    The engine's count is what it generated: the server's text can be shorter (a citation it drops)."""
+    base = None
     for r in results:
-        if r.ok:
-            r.tokens = max(backend.count_tokens([{"role": "user", "content": r.text}]) - base, 0)
+        if not r.ok:
+            continue
+        if r.engine_tokens is not None:
+            r.tokens = r.engine_tokens
+            continue
+        if base is None:
+            base = backend.count_tokens([{"role": "user", "content": ""}])
+        r.tokens = max(backend.count_tokens([{"role": "user", "content": r.text}]) - base, 0)
 
 
 async def measure(services: Any, server: Any, collection: str, questions: list[str], levels: list[int],
-                  requests: int | None, emit) -> list[dict[str, Any]]:  # fmt: skip
+                  requests: int | None, emit, rounds: int = ROUNDS) -> list[dict[str, Any]]:  # fmt: skip
     """Per level, rounds of both targets with the same questions/prompts; the figures of each."""
     backend, gen = services.backend, services.settings.generation
     prompts = await asyncio.to_thread(build_prompts, services, collection, questions)
@@ -191,10 +199,10 @@ async def measure(services: Any, server: Any, collection: str, questions: list[s
     report = []
     for c in levels:
         # Rounds in A-B-B-A order, so that a drift in the machine's load weighs on both sides alike.
-        per_round = max(c, math.ceil((requests or max(2 * c, 8)) / ROUNDS))
+        per_round = max(c, math.ceil((requests or max(2 * c, 8)) / rounds))
         runs: dict[str, list[Any]] = {"ours": [[], 0.0, 0.0, 0.0], "direct": [[], 0.0, 0.0, 0.0]}
         engine: dict[str, list[dict[str, Any]]] = {"ours": [], "direct": []}
-        for r in range(ROUNDS):
+        for r in range(rounds):
             for side in ("ours", "direct") if r % 2 == 0 else ("direct", "ours"):
                 results, wall, client_cpu, server_cpu, seen = await phase(side, c, per_round)
                 engine[side].append(seen)
@@ -204,9 +212,11 @@ async def measure(services: Any, server: Any, collection: str, questions: list[s
                 acc[1] += wall
                 acc[2] += client_cpu
                 acc[3] += server_cpu
-        level: dict[str, Any] = {"concurrency": c, "rounds": ROUNDS}
+        level: dict[str, Any] = {"concurrency": c, "rounds": rounds}
         for side, (results, wall, client_cpu, server_cpu) in runs.items():
             level[side] = summarize(results, wall, client_cpu, server_cpu)
+            counted = [r.engine_tokens is not None for r in results if r.ok]
+            level[side]["tokens_counted_by"] = "engine" if counted and all(counted) else "tokenizer"
             level[side]["engine"] = engine_summary(engine[side])
         o, d = level["ours"], level["direct"]
         level["ratio"] = round(o["tok_s"] / d["tok_s"], 3) if d["tok_s"] else None
@@ -300,12 +310,15 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                     print(f"  concurrency {lv['concurrency']}: ratio {lv['ratio']}", flush=True)
 
             started = time.time()
-            levels_out = asyncio.run(measure(services, server, args.collection, questions, levels, args.requests, say))
+            levels_out = asyncio.run(
+                measure(services, server, args.collection, questions, levels, args.requests, say, args.rounds)
+            )
         report = {
             "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
             "collection": args.collection,
             "questions": len(questions),
             "max_tokens": args.max_tokens,
+            "rounds": args.rounds,
             "levels": levels_out,
             "environment": env,
             "json": str(args.out / "bench-serve.json"),

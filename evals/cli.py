@@ -16,6 +16,17 @@ from assistant.cli import add_common
 from evals import bench_ingest, bench_retrieval, bench_serve, eval_commands
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1, else a clear usage error."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     bench = sub.add_parser("bench", help="measure performance (serving, ingestion, retrieval at scale)")
     bench_sub = bench.add_subparsers(dest="bench_command", metavar="WHAT", required=True)
@@ -34,8 +45,10 @@ def add_bench_serve(sub: argparse._SubParsersAction) -> None:
     add_common(p)
     p.add_argument("--collection", required=True, help="collection the questions are asked of")
     p.add_argument("--concurrency", default="1,2,4,8,16,32", help="comma-separated levels (default 1,2,4,8,16,32)")
-    p.add_argument("--requests", type=int, help="requests per level and target, in two rounds (default: 2 x concurrency, at least 8)")
-    p.add_argument("--max-tokens", type=int, default=128, help="answer length asked for (default 128)")
+    p.add_argument("--requests", type=positive_int, help="requests per level and target, over the rounds (default: 2 x concurrency, at least 8)")
+    p.add_argument("--max-tokens", type=positive_int, default=128, help="answer length asked for (default 128)")
+    p.add_argument("--rounds", type=positive_int, default=2,
+                   help="rounds per level and target, in A-B-B-A order; more rounds even out drift (default 2)")
     p.add_argument("--questions", type=Path, help="a file of questions, one per line (default: a built-in set)")
     p.add_argument("--out", type=Path, default=Path("bench-out"), help="folder for bench-serve.json and .png")
     p.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -35,6 +35,7 @@ class Result:
     gaps_s: list[float] = field(default_factory=list)
     text: str = ""
     tokens: int = 0  # filled in after the level, counted the same way for every target
+    engine_tokens: int | None = None  # the engine's own count of the tokens it generated, where it says
     retrieve_ms: float | None = None  # the server's own account (`done` timings), for /api/ask only
     server_first_token_ms: float | None = None
     backend_first_token_ms: float | None = None  # the engine's part of the TTFT, as the server saw it
@@ -89,6 +90,7 @@ async def ask_server(client: httpx.AsyncClient, url: str, body: dict[str, Any]) 
                         watch.result.retrieve_ms = timings.get("retrieve_ms")
                         watch.result.server_first_token_ms = timings.get("first_token_ms")
                         watch.result.backend_first_token_ms = timings.get("backend_first_token_ms")
+                        watch.result.engine_tokens = data.get("completion_tokens")
                         break
     except httpx.HTTPError as exc:
         return watch.finish(f"{type(exc).__name__}: {exc}")
@@ -101,7 +103,8 @@ async def ask_openai(
 ) -> Result:
     """The same prompt straight to an OpenAI-compatible server, streamed, with the server's sampling settings."""
     body: dict[str, Any] = {**(sampling or {}), "model": model, "max_tokens": params.max_tokens,
-                            "temperature": params.temperature, "stream": True}  # fmt: skip
+                            "temperature": params.temperature, "stream": True,
+                            "stream_options": {"include_usage": True}}  # as the server asks  # fmt: skip
     if params.stop:
         body["stop"] = params.stop[:4]
     if style == "chat":
@@ -121,7 +124,11 @@ async def ask_openai(
                 payload = line[5:].strip()
                 if payload == "[DONE]":
                     break
-                choices = json.loads(payload).get("choices") or []
+                chunk = json.loads(payload)
+                usage = chunk.get("usage")
+                if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+                    watch.result.engine_tokens = usage["completion_tokens"]
+                choices = chunk.get("choices") or []
                 if choices:
                     c = choices[0]
                     watch.piece((c.get("delta") or {}).get("content") or "" if style == "chat" else c.get("text") or "")
@@ -133,11 +140,14 @@ async def ask_openai(
 async def ask_backend(backend: Backend, messages: list[Message], params: GenParams) -> Result:
     """The same prompt to an in-process backend object (no HTTP server in front of it)."""
     watch = Stopwatch()
+    stream = backend.stream(messages, params)
     try:
-        async for piece in backend.stream(messages, params):
+        async for piece in stream:
             watch.piece(piece)
     except Exception as exc:  # noqa: BLE001 - recorded as this request's error
         return watch.finish(f"{type(exc).__name__}: {exc}")
+    counted = getattr(stream, "completion_tokens", None)
+    watch.result.engine_tokens = counted if isinstance(counted, int) else None
     return watch.finish()
 
 
