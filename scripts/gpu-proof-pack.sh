@@ -19,7 +19,9 @@ TRIM_DIRS=(models docs media benches tests examples pocs gguf-py)
 # Runtime needs of the product missing from the GPU image's Python (3.12), pinned to what runs here.
 WHEELS=(litestar litestar-htmx msgspec multidict multipart polyfactory faker rich-click sqlmodel SQLAlchemy
         greenlet pydantic pydantic-core pydantic-settings python-dotenv annotated-types typing-inspection
-        openai jiter distro sniffio uvicorn faiss-cpu docutils diskcache)
+        openai jiter distro sniffio uvicorn faiss-cpu docutils diskcache
+        mcp httpx-sse sse-starlette starlette python-multipart pyjwt jsonschema jsonschema-specifications
+        referencing rpds-py)
 
 die() { echo "gpu-proof-pack: $*" >&2; exit 2; }
 
@@ -102,7 +104,7 @@ cp -r "$REPO/docs" "$tmp/docs/docs"; cp "$REPO/README.md" "$tmp/docs/"
 ASSISTANT_DATA_DIR="$OUT/data" HF_HUB_OFFLINE=1 "$PY" -m assistant.cli ingest "$tmp/docs" --collection docs >/dev/null
 tar -C "$OUT" -czf "$OUT/src/data.tar.gz" data
 "$PY" -m pip wheel -q --no-deps --no-build-isolation -w "$OUT/whl" "$REPO"
-cp "$REPO/scripts/gpu-proof.sh" "$OUT/src/"
+cp "$REPO/scripts/gpu-proof.sh" "$REPO/scripts/llama-cpu-flags.sh" "$OUT/src/"
 
 echo "== binned for transfers of at most ${CALL_MB} MB"
 rm -rf "$OUT/calls"; mkdir -p "$OUT/calls"

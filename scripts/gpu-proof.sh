@@ -12,11 +12,15 @@
 #   all       the four in order (the default)
 #
 # usage: gpu-proof.sh [STAGE] --pack DIR --out DIR [--work DIR] [--arch NN] [--jobs N] [--slots N]
-#                     [--requests N] [--engine-args "FLAGS"]   (bench serve's requests; more llama-server flags)
+#                     [--requests N] [--rounds N] [--max-tokens N] [--engine-args "FLAGS"] [--bench-sampling JSON]
+#        (bench serve's requests, rounds and answer length; more llama-server flags; what both sides of the bench send
+#         the engine, by default no prompt cache and every answer to max tokens: see docs/benchmarks.md)
 #        gpu-proof.sh assemble-only PIECES_DIR DEST_DIR   (join + sha256 check, nothing else)
 set -euo pipefail
 
 die() { echo "gpu-proof: $*" >&2; exit 2; }
+# shellcheck source=llama-cpu-flags.sh
+source "$(dirname "${BASH_SOURCE[0]}")/llama-cpu-flags.sh"
 
 assemble() {  # assemble PIECES DEST: every NAME in PIECES/SHA256SUMS joined from NAME.part-* and checked
   local pieces=$1 dest=$2
@@ -34,9 +38,10 @@ case ${1:-} in
   build|install|assemble|run|all) STAGE=$1; shift ;;
   assemble-only) [[ $# -eq 3 ]] || die "usage: assemble-only PIECES_DIR DEST_DIR"
     pieces=$(cd "$2" && pwd); assemble "$pieces" "$3"; exit 0 ;;
-  ""|-h|--help) sed -n '2,16p' "$0"; exit 2 ;;
+  ""|-h|--help) sed -n '2,18p' "$0"; exit 2 ;;
 esac
-PACK=""; OUT=""; WORK=/tmp/gpu-proof; ARCH=""; JOBS=$(nproc); SLOTS=64; REQUESTS=""; ENGINE_ARGS=""
+PACK=""; OUT=""; WORK=/tmp/gpu-proof; ARCH=""; JOBS=$(nproc); SLOTS=64; REQUESTS=""; ROUNDS=""; MAX_TOKENS=""; ENGINE_ARGS=""
+BENCH_SAMPLING='{"cache_prompt": false, "ignore_eos": true}'
 while [[ $# -gt 0 ]]; do
   case $1 in
     --pack) PACK=${2:?}; shift 2 ;;
@@ -46,15 +51,19 @@ while [[ $# -gt 0 ]]; do
     --jobs) JOBS=${2:?}; shift 2 ;;
     --slots) SLOTS=${2:?}; shift 2 ;;
     --requests) REQUESTS=${2:?}; shift 2 ;;
+    --rounds) ROUNDS=${2:?}; shift 2 ;;
+    --max-tokens) MAX_TOKENS=${2:?}; shift 2 ;;
     --engine-args) ENGINE_ARGS=${2?}; shift 2 ;;
+    --bench-sampling) BENCH_SAMPLING=${2:?}; shift 2 ;;
     *) die "unknown argument: $1" ;;
   esac
 done
 [[ -n $PACK && -d $PACK ]] || die "--pack DIR (made by gpu-proof-pack.sh) is required"
 [[ -n $OUT ]] || die "--out DIR is required"
 [[ -z $ARCH || $ARCH =~ ^[0-9]{2,3}$ ]] || die "--arch takes a compute capability without the dot, e.g. 70 or 90"
-[[ $JOBS =~ ^[1-9][0-9]*$ && $SLOTS =~ ^[1-9][0-9]*$ && ${REQUESTS:-1} =~ ^[1-9][0-9]*$ ]] \
-  || die "--jobs, --slots and --requests take positive integers"
+[[ $JOBS =~ ^[1-9][0-9]*$ && $SLOTS =~ ^[1-9][0-9]*$ && ${REQUESTS:-1} =~ ^[1-9][0-9]*$ && ${ROUNDS:-1} =~ ^[1-9][0-9]*$ \
+   && ${MAX_TOKENS:-1} =~ ^[1-9][0-9]*$ ]] || die "--jobs, --slots, --requests, --rounds and --max-tokens take positive integers"
+[[ $BENCH_SAMPLING == \{*\} ]] || die "--bench-sampling takes a JSON object, e.g. '{\"ignore_eos\": true}'"
 PACK=$(cd "$PACK" && pwd); mkdir -p "$OUT" "$WORK"; OUT=$(cd "$OUT" && pwd)
 BUILD=$WORK/build; SITE=$WORK/site; PY=${PYTHON:-python3}
 
@@ -65,9 +74,10 @@ build() {
   command -v nvcc >/dev/null || die "build: no nvcc (a CUDA toolkit is needed)"
   [[ -n $ARCH ]] || ARCH=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '. ')
   rm -rf "$WORK/src"; mkdir -p "$WORK/src"; tar -C "$WORK/src" -xzf "$PACK/llama.cpp.tar.gz"
+  # shellcheck disable=SC2207  # a list of flags
   local flags=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=$ARCH" -DBUILD_SHARED_LIBS=ON
                -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF
-               -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF)
+               -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF $(llama_cpu_flags))
   echo "cmake ${flags[*]}" | tee "$OUT/build-flags.txt"
   local t0=$SECONDS
   cmake -S "$WORK/src/llama.cpp" -B "$BUILD" "${flags[@]}" >"$OUT/build.log" 2>&1
@@ -130,7 +140,13 @@ while True:
     time.sleep(0.05)
 PYEOF
   local watcher=$!
-  "$PY" -m assistant.cli bench serve --collection docs --concurrency 1,4,16,64 ${REQUESTS:+--requests $REQUESTS} --json --out "$OUT" \
+  # Both sides ask the engine the same way (the bench sends the server's sampling settings on the direct
+  # side too): with no prompt cache, no request finds another's prompt in a slot (with 64 slots which slot
+  # serves a request depends on arrival order, and the two sides' orders differ); every answer runs to
+  # max tokens, so both sides generate the same number of tokens whatever the text.
+  ASSISTANT_OPENAI_SAMPLING=$BENCH_SAMPLING \
+  "$PY" -m assistant.cli bench serve --collection docs --concurrency 1,4,16,64 ${REQUESTS:+--requests $REQUESTS} \
+    ${ROUNDS:+--rounds $ROUNDS} ${MAX_TOKENS:+--max-tokens $MAX_TOKENS} --json --out "$OUT" \
     >"$OUT/bench-serve.stdout.json" 2>"$OUT/bench-serve.stderr.log" || echo "bench serve failed: see bench-serve.stderr.log"
   # `assistant serve` against the same engine, so that status shows the live server's backend too.
   "$PY" -m assistant.cli serve --port 8010 >"$OUT/assistant-serve.log" 2>&1 &
@@ -144,7 +160,7 @@ PYEOF
   # The in-process backend: the product answers with every layer on the GPU, then llama.cpp's own log
   # and tokens/s for the same GGUF with every layer on the GPU and with none.
   ASSISTANT_BACKEND=llamacpp ASSISTANT_LLAMACPP_MODEL_PATH=$WORK/model.gguf ASSISTANT_LLAMACPP_N_GPU_LAYERS=-1 \
-    "$PY" -m assistant.cli ask --collection docs "How do I install it?" >"$OUT/inprocess-answer.txt" 2>&1 \
+    "$PY" -X faulthandler -m assistant.cli ask --collection docs "How do I install it?" >"$OUT/inprocess-answer.txt" 2>&1 \
     && echo "(exit 0)" >>"$OUT/inprocess-answer.txt" || echo "ask: exit $?" | tee -a "$OUT/inprocess-answer.txt"
   "$PY" - "$WORK/model.gguf" >"$OUT/inprocess-gpu-vs-cpu.json" 2>"$OUT/inprocess-llama.log" <<'PYEOF'
 import json, sys, time

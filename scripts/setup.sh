@@ -14,32 +14,15 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
     exit 1
 fi
 
-# llama.cpp's native build (-march=native) compiles its AMX kernels on CPUs that list AMX, and in some
-# virtual machines those CPUs list AMX while the first AMX instruction crashes the process. There the
-# native instruction sets are named one by one instead, AMX left out (a few percent of prompt speed on
-# bare metal; nothing for answers from GPUs).
-llama_cmake_args() {
-    local flags
-    flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
-    if [[ " $flags " != *" amx_tile "* ]]; then
-        echo "-DLLAVA_BUILD=OFF"
-        return
-    fi
-    local args="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
-    local flag option
-    for flag in avx:AVX avx2:AVX2 fma:FMA f16c:F16C bmi2:BMI2 avx_vnni:AVX_VNNI avx512f:AVX512 \
-                avx512vbmi:AVX512_VBMI avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16; do
-        option=${flag#*:}
-        [[ " $flags " == *" ${flag%%:*} "* ]] && args+=" -DGGML_${option}=ON" || args+=" -DGGML_${option}=OFF"
-    done
-    echo "$args"
-}
+# llama.cpp is built without the multimodal library (not needed) and, on CPUs where AMX crashes, without AMX.
+source scripts/llama-cpu-flags.sh
+llama_cmake_args() { echo "-DLLAVA_BUILD=OFF $(llama_cpu_flags)"; }
 
 # Re-install only when the dependencies or the extras changed.
-stamp=".venv/.installed-$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)-${extras//,/-}"
+stamp=".venv/.installed-$(cat pyproject.toml scripts/setup.sh scripts/llama-cpu-flags.sh | sha256sum | cut -c1-16)-${extras//,/-}"
 if [[ ! -f "$stamp" ]]; then
     [[ -x .venv/bin/python ]] || "$PYTHON" -m venv .venv
-    # torch==2.13.0 takes the CPU wheel; llama.cpp is built without the multimodal library (not needed).
+    # torch==2.13.0 takes the CPU wheel.
     CMAKE_ARGS="${CMAKE_ARGS:-$(llama_cmake_args)}" .venv/bin/pip install --disable-pip-version-check -q \
         "torch==2.13.0" -e ".[${extras}]"
     # unstructured's PDF extra pulls a torchvision that cannot load beside this torch and breaks

@@ -31,6 +31,8 @@ def sh(*args: object) -> subprocess.CompletedProcess:
         (PROOF, ["build", "--pack", ".", "--out", "o", "--arch", "9.0"], "compute capability"),
         (PROOF, ["run", "--pack", ".", "--out", "o", "--slots", "x"], "positive integers"),
         (PROOF, ["run", "--pack", ".", "--out", "o", "--requests", "0"], "positive integers"),
+        (PROOF, ["run", "--pack", ".", "--out", "o", "--rounds", "-1"], "positive integers"),
+        (PROOF, ["run", "--pack", ".", "--out", "o", "--bench-sampling", "ignore_eos"], "JSON object"),
     ],
 )
 def test_bad_arguments_are_refused_with_a_reason(tmp_path, script, args, message):
@@ -106,3 +108,16 @@ def test_a_build_that_cannot_run_leaves_a_mark_for_the_run_stage(tmp_path):
                         "--work", str(tmp_path / "work")], capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
     assert r.returncode == 2 and "nvidia-smi" in r.stderr
     assert (tmp_path / "work/build/.failed").exists() and not (tmp_path / "work/build/.done").exists()
+
+
+def test_llama_cpu_flags_leave_amx_out_only_where_the_cpu_lists_it():
+    """The CUDA build of gpu-proof.sh and the CPU build of setup.sh take the same CPU flags."""
+    flags = Path("/proc/cpuinfo").read_text().split("\nflags", 1)[-1].split("\n", 1)[0].split()
+    r = subprocess.run(["bash", "-c", f"source {SCRIPTS}/llama-cpu-flags.sh; llama_cpu_flags"],
+                       capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    if "amx_tile" in flags:
+        assert {"-DGGML_NATIVE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_TILE=OFF"} <= set(r.stdout.split())
+        assert ("-DGGML_AVX2=ON" in r.stdout) == ("avx2" in flags)
+    else:
+        assert r.stdout.strip() == ""
