@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from indexes.embed import Embedder
@@ -49,7 +49,9 @@ class Hit:
     lexical_score: float | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        # Every field is a scalar, so a shallow copy is a full one (asdict deep-copies field by field:
+        # a few hundred microseconds per answer's sources, paid under the event loop's lock).
+        return dict(self.__dict__)
 
 
 @dataclass
