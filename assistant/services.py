@@ -31,11 +31,8 @@ class Services:
 
     @classmethod
     def build(cls, settings: Settings, *, with_backend: bool = True) -> "Services":
-        # The embedder before the backend: with CUDA builds of both torch and llama.cpp in one process,
-        # loading the llama.cpp model first crashes it (a segfault on an H200 host; the other order runs).
-        embedder = embedder_from(settings.embedder)
         backend = create_backend(settings) if with_backend else None
-        return cls.assemble(settings, Store(settings.data_dir), embedder, backend)
+        return cls.assemble(settings, Store(settings.data_dir), embedder_from(settings.embedder), backend)
 
     @classmethod
     def assemble(cls, settings: Settings, store: Store, embedder: Embedder, backend: Backend | None) -> "Services":
