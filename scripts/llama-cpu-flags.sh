@@ -2,7 +2,7 @@
 #
 # llama.cpp's native build (-march=native) compiles its AMX kernels on CPUs that list AMX, and in some
 # virtual machines those CPUs list AMX while the first AMX instruction crashes the process (seen on the
-# CPU-only machines and on the H200 hosts: a segfault at the first prompt of real length). There the
+# CPU-only machines: a segfault at the first prompt of real length). There the
 # native instruction sets are named one by one instead, AMX left out (a few percent of prompt speed on
 # bare metal; nothing for answers from GPUs). Elsewhere it prints nothing: the native build is kept.
 llama_cpu_flags() {
