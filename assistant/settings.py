@@ -267,6 +267,22 @@ class ServerSettings(BaseModel):
         True, description="serve GET /metrics in Prometheus format: requests and latency per route, answer, "
         "retrieval and ingestion series"
     )
+    allowed_hosts: list[str] = Field(
+        default_factory=list, description="host names the server answers to (the Host header) besides localhost, "
+        "127.0.0.1 and [::1], e.g. [\"wiki.example.org\"]; '*.example.org' allows its subdomains. Any other Host "
+        "is refused (DNS rebinding)"
+    )
+    rate_limit_per_minute: int = Field(
+        600, ge=0, le=1_000_000, description="requests one API key (or one client address without a key) may make "
+        "per minute before 429 + Retry-After; 0 = no limit"
+    )
+    max_concurrent_answers: int = Field(
+        64, ge=1, le=10_000, description="answers and summaries being generated at once, whatever the backend; more "
+        "get 429 + Retry-After"
+    )
+    max_concurrent_searches: int = Field(
+        16, ge=1, le=10_000, description="searches (/api/search) run at once; more get 429 + Retry-After"
+    )
 
 
 class ConversationSettings(BaseModel):

@@ -10,6 +10,7 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 from pydantic import BaseModel, Field
 
+from assistant.access import Identity, scoped
 from assistant.backends.base import BackendBusy
 from assistant.rag import Event, prepare
 from assistant.routes.conversations import open_conversation_turn
@@ -46,7 +47,7 @@ class AskRequest(BaseModel):
         return list(dict.fromkeys(names))
 
 
-def validate_ask(services: Services, data: AskRequest) -> list[str]:
+def validate_ask(services: Services, data: AskRequest, identity: Identity) -> list[str]:
     """The collections to search, or a 4xx that says what is wrong with the request."""
     question = data.question.strip()
     limit = services.settings.server.max_question_chars
@@ -58,7 +59,7 @@ def validate_ask(services: Services, data: AskRequest) -> list[str]:
     if not scope:
         raise ValidationException("name a collection to ask (`collection` or `collections`)")
     for name in scope:
-        require_collection(services, name)
+        require_collection(services, name, identity)
     return scope
 
 
@@ -66,10 +67,10 @@ def to_message(event: Event) -> ServerSentEventMessage:
     return ServerSentEventMessage(event=event.type, data=json.dumps(event.data, ensure_ascii=False))
 
 
-@post("/api/ask", tags=["ask"], status_code=200)
-async def ask(services: Services, telemetry: Telemetry, data: AskRequest) -> ServerSentEvent:
-    conversation = open_conversation_turn(services, data)
-    scope = validate_ask(services, data)
+@post("/api/ask", tags=["ask"], status_code=200, opt=scoped("ask"))
+async def ask(services: Services, telemetry: Telemetry, identity: Identity, data: AskRequest) -> ServerSentEvent:
+    conversation = open_conversation_turn(services, data, identity)
+    scope = validate_ask(services, data, identity)
     try:
         query = None
         if conversation is not None:

@@ -23,7 +23,8 @@ from indexes.maintenance import tombstone_collection
 from indexes.models import Document
 from indexes.store import COLLECTION_NAME
 
-from assistant.routes.deps import require_collection
+from assistant.access import Identity, scoped
+from assistant.routes.deps import RowId, require_collection
 from assistant.services import Services
 
 MB = 1024 * 1024
@@ -31,7 +32,7 @@ _UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\]")
 
 
 class SourceRequest(BaseModel):
-    path: str = Field(description="absolute path of a folder or file on the server, inside ingest.allowed_roots")
+    path: str = Field(max_length=4096, description="absolute path of a folder or file on the server, inside ingest.allowed_roots")
 
 
 class PayloadTooLarge(ClientException):
@@ -72,9 +73,10 @@ def safe_filename(name: str) -> str:
     return base.encode("utf-8")[:200].decode("utf-8", "ignore")
 
 
-def enqueue(services: Services, collection: str, paths: list[str], kind: str) -> dict:
+def enqueue(services: Services, collection: str, paths: list[str], kind: str, owner_key: int | None) -> dict:
     coll = services.store.get_collection(collection)
-    job = Jobs(services.store.engine).enqueue(coll.id if coll else 0, collection, {"paths": paths}, kind=kind)
+    job = Jobs(services.store.engine).enqueue(coll.id if coll else 0, collection, {"paths": paths}, kind=kind,
+                                              owner_key=owner_key)
     return {"job": job.id, "collection": collection, "status": job.status, "url": f"/api/jobs/{job.id}"}
 
 
@@ -83,18 +85,21 @@ def enqueue(services: Services, collection: str, paths: list[str], kind: str) ->
 TAGS = ["ingestion"]
 
 
-@post("/api/collections/{name:str}/sources", status_code=202, tags=TAGS)
-async def add_source(services: Services, name: str, data: SourceRequest) -> dict:
+@post("/api/collections/{name:str}/sources", status_code=202, tags=TAGS, opt=scoped("ingest"))
+async def add_source(services: Services, identity: Identity, name: str, data: SourceRequest) -> dict:
     """Queue the ingestion (or re-sync) of a folder or file on the server."""
     check_name(name)
+    identity.check_collection(name)
     path = allowed_path(services, data.path)
-    return await to_thread.run_sync(enqueue, services, name, [str(path)], "sync")
+    return await to_thread.run_sync(enqueue, services, name, [str(path)], "sync", identity.key_id)
 
 
-@post("/api/collections/{name:str}/documents", status_code=202, request_max_body_size=None, tags=TAGS)
-async def upload_documents(request: Request, services: Services, name: str) -> dict:
+@post("/api/collections/{name:str}/documents", status_code=202, request_max_body_size=None, tags=TAGS,
+      opt={**scoped("ingest"), "multipart": True})
+async def upload_documents(request: Request, services: Services, identity: Identity, name: str) -> dict:
     """Save uploaded files (multipart, any field name) and queue their ingestion."""
     check_name(name)
+    identity.check_collection(name)
     limit = int(services.settings.ingest.max_upload_mb * MB)
     length = request.headers.get("content-length")
     if length and length.isdigit() and int(length) > limit:
@@ -108,14 +113,14 @@ async def upload_documents(request: Request, services: Services, name: str) -> d
     saved = await to_thread.run_sync(_save, files, folder, limit)
     for f in files:
         await f.close()
-    result = await to_thread.run_sync(enqueue, services, name, [str(p) for p in saved], "upload")
+    result = await to_thread.run_sync(enqueue, services, name, [str(p) for p in saved], "upload", identity.key_id)
     return {**result, "files": [p.name for p in saved]}
 
 
-@delete("/api/collections/{name:str}/documents/{document_id:int}", status_code=200, tags=TAGS)
-async def delete_document(services: Services, name: str, document_id: int) -> dict:
+@delete("/api/collections/{name:str}/documents/{document_id:int}", status_code=200, tags=TAGS, opt=scoped("ingest"))
+async def delete_document(services: Services, identity: Identity, name: str, document_id: RowId) -> dict:
     """Remove one document and its chunks (and its uploaded file, when it was uploaded)."""
-    coll = require_collection(services, name)
+    coll = require_collection(services, name, identity)
 
     def run() -> dict:
         store = services.store
@@ -132,10 +137,10 @@ async def delete_document(services: Services, name: str, document_id: int) -> di
     return await to_thread.run_sync(run)
 
 
-@delete("/api/collections/{name:str}", status_code=202, tags=TAGS)
-async def delete_collection(services: Services, name: str) -> dict:
-    """Hide the collection at once (any size); the worker purges its rows in the background."""
-    coll = require_collection(services, name)
+@delete("/api/collections/{name:str}", status_code=202, tags=TAGS, opt=scoped("admin"))
+async def delete_collection(services: Services, identity: Identity, name: str) -> dict:
+    """Hide the collection at once (any size); the worker purges its rows in the background (admin only)."""
+    coll = require_collection(services, name, identity)
 
     def run() -> dict:
         job = tombstone_collection(services.store, coll)

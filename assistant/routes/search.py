@@ -12,14 +12,16 @@ from litestar.params import Parameter
 
 from indexes.filters import SearchFilters
 
+from assistant.access import Identity, scoped
 from assistant.routes.deps import require_collection
 from assistant.services import Services
 from assistant.sources import hit_to_source
 
 
-@get("/api/search", tags=["search"])
+@get("/api/search", tags=["search"], opt=scoped("read"))
 async def search(
     services: Services,
+    identity: Identity,
     q: Annotated[str, Parameter(min_length=1, max_length=4000)],
     collection: Annotated[list[str], Parameter(description="collection; repeat for several")],
     k: Annotated[int, Parameter(ge=1, le=100)] = 10,
@@ -31,7 +33,7 @@ async def search(
     if not q.strip():
         raise ValidationException("the query is empty")
     for name in collection:
-        require_collection(services, name)
+        require_collection(services, name, identity)
     try:
         filters = SearchFilters.coerce(
             {"paths": path or [], "kinds": kind or [], "modified_after": as_time(modified_after),
@@ -40,7 +42,8 @@ async def search(
     except ValueError as exc:
         raise ValidationException(f"bad filter: {exc}") from None
     search = functools.partial(services.retriever.search, q, collection, k, filters=filters)
-    hits = await to_thread.run_sync(search)
+    with services.search_gate.hold():  # BackendBusy beyond the cap: 429 + Retry-After
+        hits = await to_thread.run_sync(search)
     return {"query": q, "collections": collection, "hits": [hit_to_source(h) for h in hits]}
 
 
