@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import json
-from typing import AsyncIterator
+from typing import Annotated, AsyncIterator
 
 from litestar import post
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 from pydantic import BaseModel, Field
 
+from indexes.filters import SearchFilters
+
 from assistant.access import Identity, scoped
 from assistant.backends.base import BackendBusy
 from assistant.rag import Event, prepare
 from assistant.routes.conversations import open_conversation_turn
-from assistant.routes.deps import require_collection
+from assistant.routes.deps import MAX_ROW_ID, require_collection
 from assistant.services import Services
 from assistant.telemetry import Telemetry
 
@@ -24,23 +26,29 @@ class Turn(BaseModel):
     content: str = Field(max_length=20000)
 
 
+MAX_GLOB_CHARS = 1024
+Glob = Annotated[str, Field(min_length=1, max_length=MAX_GLOB_CHARS)]
+Kind = Annotated[str, Field(min_length=1, max_length=32)]
+Time = float | Annotated[str, Field(max_length=64)] | None
+
+
 class Filters(BaseModel):
     """Which documents may be sources: path globs, file types, modification time (epoch or ISO-8601)."""
 
-    paths: list[str] = Field(default_factory=list, max_length=32)
-    kinds: list[str] = Field(default_factory=list, max_length=32)
-    modified_after: float | str | None = None
-    modified_before: float | str | None = None
+    paths: list[Glob] = Field(default_factory=list, max_length=32)
+    kinds: list[Kind] = Field(default_factory=list, max_length=32)
+    modified_after: Time = None
+    modified_before: Time = None
 
 
 class AskRequest(BaseModel):
     question: str
-    collection: str | None = None
-    collections: list[str] | None = Field(None, max_length=16)
+    collection: str | None = Field(None, max_length=64)
+    collections: list[Annotated[str, Field(max_length=64)]] | None = Field(None, max_length=16)
     k: int | None = Field(None, ge=1, le=50)
     history: list[Turn] = Field(default_factory=list, max_length=20)
     filters: Filters | None = None
-    conversation_id: int | None = Field(None, description="a saved conversation to continue (its turns are the history)")
+    conversation_id: int | None = Field(None, ge=1, le=MAX_ROW_ID, description="a saved conversation to continue (its turns are the history)")
 
     def scope(self) -> list[str]:
         names = list(self.collections or []) + ([self.collection] if self.collection else [])
@@ -60,7 +68,16 @@ def validate_ask(services: Services, data: AskRequest, identity: Identity) -> li
         raise ValidationException("name a collection to ask (`collection` or `collections`)")
     for name in scope:
         require_collection(services, name, identity)
+    checked_filters(data.filters)
     return scope
+
+
+def checked_filters(filters: Filters | None) -> SearchFilters | None:
+    """The filters as retrieval takes them; a date that cannot be read is a 400, not a failed answer."""
+    try:
+        return SearchFilters.coerce(filters.model_dump() if filters else None)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise ValidationException(f"bad filter: {exc}") from None
 
 
 def to_message(event: Event) -> ServerSentEventMessage:

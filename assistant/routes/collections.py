@@ -48,7 +48,7 @@ class CollectionController(Controller):
         services: Services,
         identity: Identity,
         name: str,
-        offset: Annotated[int, Parameter(ge=0)] = 0,
+        offset: Annotated[int, Parameter(ge=0, le=2**31)] = 0,
         limit: Annotated[int, Parameter(ge=1, le=10000)] = 1000,
     ) -> dict:
         coll = require_collection(services, name, identity)

@@ -92,7 +92,7 @@ class ConversationController(Controller):
     async def list_all(
         self, services: Services, identity: Identity,
         q: Annotated[str | None, Parameter(description="only titles containing this", max_length=200)] = None,
-        offset: Annotated[int, Parameter(ge=0)] = 0,
+        offset: Annotated[int, Parameter(ge=0, le=2**31)] = 0,
         limit: Annotated[int, Parameter(ge=1, le=200)] = 50,
     ) -> dict:
         """The conversations most recently used first."""

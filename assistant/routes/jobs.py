@@ -89,7 +89,7 @@ class JobController(Controller):
     async def job_files(
         self, services: Services, identity: Identity, job_id: RowId,
         file_state: Annotated[FileStateName | None, Parameter(query="state")] = None,
-        offset: Annotated[int, Parameter(ge=0)] = 0, limit: Annotated[int, Parameter(ge=1, le=10000)] = 1000,
+        offset: Annotated[int, Parameter(ge=0, le=2**31)] = 0, limit: Annotated[int, Parameter(ge=1, le=10000)] = 1000,
     ) -> dict:
         jobs = jobs_of(services)
         await to_thread.run_sync(require_own_job, services, identity, job_id)
