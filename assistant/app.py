@@ -25,6 +25,7 @@ from assistant.access import PUBLIC, require_access, scoped
 from assistant.backends.base import BackendBusy
 from assistant.browser_defences import browser_defences
 from assistant.limits import rate_limit
+from assistant.redaction import redact_logs
 from assistant.routes.ask import ask
 from assistant.routes.collections import CollectionController
 from assistant.routes.conversations import ConversationController
@@ -95,6 +96,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
             if services is None:
                 await svc.aclose()
 
+    redact_logs()  # no key, token or URL password in any log line
     mcp_routes, mcp_lifespans = mcp_mount(settings)  # the MCP tools at /mcp, unless server.mcp is off
 
     return Litestar(

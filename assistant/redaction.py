@@ -6,8 +6,10 @@ key or password was.
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from assistant.settings import Settings
@@ -16,7 +18,7 @@ HIDDEN = "***"
 URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
 BEARER = re.compile(r"(?i)\b(bearer\s+)\S+")
 OUR_KEYS = re.compile(r"\brag_[A-Za-z0-9_-]{8,}")
-SECRET_FLAGS = re.compile(r"(?i)(--?(?:api[-_]?key|token|password|secret)[= ])(\S+)")
+SECRET_FLAGS = re.compile(r"(?i)(--?(?:api[-_]?key|token|password|secret)[= ]+)(\S+)")
 
 
 def redact_url(url: str) -> str:
@@ -38,6 +40,36 @@ def redact_text(text: str) -> str:
     text = BEARER.sub(lambda m: m[1] + HIDDEN, text)
     text = SECRET_FLAGS.sub(lambda m: m[1] + HIDDEN, text)
     return OUR_KEYS.sub("rag_" + HIDDEN, text)
+
+
+SECRET_FLAG_ALONE = re.compile(r"(?i)--?(?:api[-_]?key|token|password|secret)")
+SECRET_NAMES = re.compile(r"(?i)(api_?key|password|passwd|secret|token)")
+
+
+def redact_settings(value: Any, name: str = "") -> Any:
+    """Settings as `assistant config` shows them: secrets as ***, URLs and arguments without credentials."""
+    if isinstance(value, dict):
+        return {k: redact_settings(v, k) for k, v in value.items()}
+    if isinstance(value, list):  # also a command line: `--api-key`, then the key as the next item
+        return [HIDDEN if i and isinstance(v, str) and SECRET_FLAG_ALONE.fullmatch(str(value[i - 1]))
+                else redact_settings(v, name) for i, v in enumerate(value)]
+    if isinstance(value, str):
+        if SECRET_NAMES.search(name) and value not in ("", "none"):
+            return HIDDEN
+        return redact_text(value)
+    return value
+
+
+class RedactedLogRecord(logging.LogRecord):
+    """A log record whose message never shows a key, a bearer token or a URL's password."""
+
+    def getMessage(self) -> str:
+        return redact_text(super().getMessage())
+
+
+def redact_logs() -> None:
+    """Every log record of this process, from any library, is redacted when formatted."""
+    logging.setLogRecordFactory(RedactedLogRecord)
 
 
 def server_roots(settings: Settings) -> list[tuple[Path, str]]:
