@@ -243,6 +243,14 @@ class IngestSettings(BaseModel):
         description="server-side folders that POST /api/collections/{name}/sources may ingest from (and below); empty = none",
     )
     max_upload_mb: float = Field(100.0, gt=0, description="largest upload request POST /api/collections/{name}/documents accepts (all its files)")
+    parse_timeout_s: float = Field(
+        120.0, gt=0, description="longest the parser process may spend on one file; then it is stopped and the file "
+        "fails with that reason (the worker goes on)"
+    )
+    parse_memory_mb: int = Field(
+        2048, ge=64, description="memory the parser process may take beyond its size at start; a file that needs "
+        "more fails with that reason"
+    )
     watch_debounce_ms: int = Field(
         400, ge=0, description="`assistant ingest --watch`: quiet time after a change before the batch of changes is applied"
     )

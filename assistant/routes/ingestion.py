@@ -8,14 +8,13 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 
 from anyio import to_thread
 from litestar import Request, delete, post
 from litestar.datastructures import UploadFile
-from litestar.exceptions import ClientException, NotFoundException, PermissionDeniedException, ValidationException
+from litestar.exceptions import NotFoundException, PermissionDeniedException, ValidationException
 from pydantic import BaseModel, Field
 
 from indexes.jobs import Jobs
@@ -26,17 +25,11 @@ from indexes.store import COLLECTION_NAME
 from assistant.access import Identity, scoped
 from assistant.routes.deps import RowId, require_collection
 from assistant.services import Services
-
-MB = 1024 * 1024
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\]")
+from assistant.uploads import MB, PayloadTooLarge, bounded_receive, checked_names, save_all
 
 
 class SourceRequest(BaseModel):
     path: str = Field(max_length=4096, description="absolute path of a folder or file on the server, inside ingest.allowed_roots")
-
-
-class PayloadTooLarge(ClientException):
-    status_code = 413
 
 
 def check_name(name: str) -> None:
@@ -63,14 +56,6 @@ def allowed_path(services: Services, raw: str) -> Path:
 
 def uploads_dir(services: Services, collection: str) -> Path:
     return Path(services.settings.data_dir) / "uploads" / collection
-
-
-def safe_filename(name: str) -> str:
-    """The last part of a client's file name, without separators or control characters."""
-    base = _UNSAFE.sub("_", name.replace("\\", "/").rsplit("/", 1)[-1]).strip()
-    if base in ("", ".", ".."):
-        raise ValidationException(f"unusable file name {name!r}")
-    return base.encode("utf-8")[:200].decode("utf-8", "ignore")
 
 
 def enqueue(services: Services, collection: str, paths: list[str], kind: str, owner_key: int | None) -> dict:
@@ -104,15 +89,18 @@ async def upload_documents(request: Request, services: Services, identity: Ident
     length = request.headers.get("content-length")
     if length and length.isdigit() and int(length) > limit:
         raise PayloadTooLarge(f"upload of {int(length) / MB:.1f} MB; the limit is {limit / MB:.1f} MB")
+    request.receive = bounded_receive(request.receive, limit)  # chunked bodies too: 413 while streaming
     form = await request.form()
     files = [v for values in form.multi_items() for v in ([values[1]] if not isinstance(values[1], list) else values[1])
              if isinstance(v, UploadFile)]
-    if not files:
-        raise ValidationException("no files in the request (send them as multipart/form-data)")
-    folder = uploads_dir(services, name)
-    saved = await to_thread.run_sync(_save, files, folder, limit)
-    for f in files:
-        await f.close()
+    try:
+        if not files:
+            raise ValidationException("no files in the request (send them as multipart/form-data)")
+        names = checked_names(files)  # every name, before anything is written
+        saved = await to_thread.run_sync(save_all, files, names, uploads_dir(services, name), limit)
+    finally:
+        for f in files:
+            await f.close()
     result = await to_thread.run_sync(enqueue, services, name, [str(p) for p in saved], "upload", identity.key_id)
     return {**result, "files": [p.name for p in saved]}
 
@@ -148,25 +136,3 @@ async def delete_collection(services: Services, identity: Identity, name: str) -
         return {"deleted": name, "purge_job": job.id}
 
     return await to_thread.run_sync(run)
-
-
-def _save(files: list[UploadFile], folder: Path, limit: int) -> list[Path]:
-    """Write the uploads into folder (a same-named earlier upload is replaced)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    saved: list[Path] = []
-    total = 0
-    for upload in files:
-        target = folder / safe_filename(upload.filename or "")
-        tmp = target.with_name(target.name + ".part")
-        with open(tmp, "wb") as out:
-            upload.file.seek(0)
-            while chunk := upload.file.read(MB):
-                total += len(chunk)
-                if total > limit:
-                    out.close()
-                    tmp.unlink(missing_ok=True)
-                    raise PayloadTooLarge(f"upload larger than the limit of {limit / MB:.1f} MB")
-                out.write(chunk)
-        tmp.replace(target)
-        saved.append(target.resolve())
-    return saved
