@@ -7,6 +7,7 @@ from typing import Annotated, AsyncIterator
 
 from litestar import post
 from litestar.exceptions import HTTPException, ValidationException
+from litestar.openapi import ResponseSpec
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 from pydantic import BaseModel, Field
 
@@ -80,11 +81,15 @@ def checked_filters(filters: Filters | None) -> SearchFilters | None:
         raise ValidationException(f"bad filter: {exc}") from None
 
 
+EVENT_STREAM = {200: ResponseSpec(data_container=dict, media_type="text/event-stream",
+                                  description="Server-Sent Events", generate_examples=False)}
+
+
 def to_message(event: Event) -> ServerSentEventMessage:
     return ServerSentEventMessage(event=event.type, data=json.dumps(event.data, ensure_ascii=False))
 
 
-@post("/api/ask", tags=["ask"], status_code=200, opt=scoped("ask"))
+@post("/api/ask", tags=["ask"], status_code=200, opt=scoped("ask"), responses=EVENT_STREAM)
 async def ask(services: Services, telemetry: Telemetry, identity: Identity, data: AskRequest) -> ServerSentEvent:
     conversation = open_conversation_turn(services, data, identity)
     scope = validate_ask(services, data, identity)

@@ -11,7 +11,9 @@ from typing import AsyncIterator
 from anyio import to_thread
 from litestar import Request, Response, Router, get, post
 from litestar.exceptions import HTTPException, ValidationException
+from litestar.openapi import ResponseSpec
 from litestar.response import ServerSentEvent
+from pydantic import BaseModel
 
 from indexes.conversations import get_conversation
 from indexes.store import StoreError
@@ -24,7 +26,26 @@ from assistant.services import Services
 from assistant.telemetry import Telemetry
 
 
-@get("/models", opt=scoped("read"))
+class OpenAIErrorDetail(BaseModel):
+    message: str
+    type: str
+    code: str | None = None
+    param: str | None = None
+
+
+class OpenAIErrorBody(BaseModel):
+    """Every /v1 error, shaped as OpenAI's (what its clients parse)."""
+
+    error: OpenAIErrorDetail
+
+
+ERRORS = {status: ResponseSpec(data_container=OpenAIErrorBody, description=what) for status, what in {
+    400: "invalid request", 401: "no valid API key", 403: "the key lacks the scope or collection",
+    404: "unknown model or conversation", 413: "request too large", 415: "not application/json",
+    429: "busy or rate-limited (Retry-After)"}.items()}
+
+
+@get("/models", opt=scoped("read"), responses=ERRORS)
 async def models(services: Services, identity: Identity) -> dict:
     """The backend's model and a `rag:` model per collection this key may read."""
     listed = await to_thread.run_sync(list_models, services)
@@ -43,7 +64,7 @@ def check_chat_access(identity: Identity, services: Services, data: ChatCompleti
             raise OpenAIError(403, "this conversation belongs to another key", "permission_error", "forbidden")
 
 
-@post("/chat/completions", status_code=200, opt=scoped("ask"))
+@post("/chat/completions", status_code=200, opt=scoped("ask"), responses=ERRORS)
 async def chat_completions(
     services: Services, telemetry: Telemetry, identity: Identity, data: ChatCompletionRequest
 ) -> Response:
@@ -73,7 +94,7 @@ async def chat_completions(
     return ServerSentEvent(lines())
 
 
-@post("/embeddings", status_code=200, opt=scoped("read"))
+@post("/embeddings", status_code=200, opt=scoped("read"), responses=ERRORS)
 async def create_embeddings(services: Services, data: EmbeddingRequest) -> Response:
     try:
         return Response(await to_thread.run_sync(embeddings, data, services))

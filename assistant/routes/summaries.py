@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, StrictBool, ValidationError
 from indexes.summaries import get_document_info
 
 from assistant.access import Identity, scoped
-from assistant.routes.ask import to_message
+from assistant.routes.ask import EVENT_STREAM, to_message
 from assistant.routes.deps import RowId
 from assistant.services import Services
 from assistant.summarize import summary_events
@@ -25,7 +25,8 @@ class SummaryRequest(BaseModel):
     refresh: StrictBool = False  # true: summarise again even when a cached summary exists
 
 
-@post("/api/documents/{document_id:int}/summary", tags=["documents"], status_code=200, opt=scoped("ask"))
+@post("/api/documents/{document_id:int}/summary", tags=["documents"], status_code=200, opt=scoped("ask"),
+      responses=EVENT_STREAM)
 async def summarize(
     services: Services, identity: Identity, document_id: RowId, data: dict[str, Any] | None = None
 ) -> ServerSentEvent:
