@@ -6,7 +6,7 @@ import anyio
 from litestar import Response, get
 from sqlalchemy import text
 
-from assistant.access import PUBLIC, scoped
+from assistant.access import PUBLIC, Identity, scoped
 from assistant.redaction import redact_text
 from assistant.services import Services
 
@@ -35,11 +35,11 @@ async def health(services: Services) -> Response[dict]:
 
 
 @get("/api/status", tags=["status"], opt=scoped("read"))
-async def status(services: Services) -> dict:
+async def status(services: Services, identity: Identity) -> dict:
     """The backend (name, model, context, health, requests in flight) and, when present, each GPU."""
     from assistant.gpu.status import gpu_status
 
     backend = await backend_health(services)
     backend["in_flight"] = services.in_flight
     gpus = await anyio.to_thread.run_sync(gpu_status)  # NVML, or nvidia-smi as a fallback: may block
-    return {"backend": backend, "gpus": gpus, "collections": len(services.store.list_collections())}
+    return {"backend": backend, "gpus": gpus, "collections": sum(identity.can_use(c["name"]) for c in services.store.list_collections())}
