@@ -10,7 +10,7 @@ from importlib.resources import files
 from typing import AsyncIterator
 
 from anyio import to_thread
-from litestar import Litestar, Request, Response, get
+from litestar import Litestar, Request, Response, Router, get
 from litestar.config.cors import CORSConfig
 from litestar.di import Provide
 from litestar.exceptions import HTTPException
@@ -21,10 +21,15 @@ from litestar.static_files import create_static_files_router
 
 from indexes.store import StoreError
 
+from assistant.access import PUBLIC, require_access, scoped
+from assistant.backends.base import BackendBusy
+from assistant.browser_defences import browser_defences
+from assistant.limits import rate_limit
+from assistant.redaction import redact_logs
 from assistant.routes.ask import ask
 from assistant.routes.collections import CollectionController
 from assistant.routes.conversations import ConversationController
-from assistant.routes.deps import provide_services
+from assistant.routes.deps import provide_identity, provide_services
 from assistant.routes.health import health, status
 from assistant.routes.ingestion import add_source, delete_collection, delete_document, upload_documents
 from assistant.routes.jobs import JobController
@@ -44,7 +49,7 @@ def web_dir():
     return files("web")
 
 
-@get("/", include_in_schema=False)
+@get("/", include_in_schema=False, opt=scoped(PUBLIC))
 async def index() -> File:
     return File(path=str(web_dir() / "index.html"), media_type="text/html", content_disposition_type="inline")
 
@@ -59,6 +64,10 @@ def log_server_errors(logger: logging.Logger, scope: dict, tb: list[str]) -> Non
 
 def store_error_handler(_: Request, exc: StoreError) -> Response:
     return Response({"status_code": 400, "detail": str(exc)}, status_code=400)
+
+
+def busy_handler(_: Request, exc: BackendBusy) -> Response:
+    return Response({"status_code": 429, "detail": str(exc)}, status_code=429, headers={"Retry-After": str(exc.retry_after)})
 
 
 GIL_SWITCH_INTERVAL_S = 0.0005
@@ -87,12 +96,13 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
             if services is None:
                 await svc.aclose()
 
+    redact_logs()  # no key, token or URL password in any log line
     mcp_routes, mcp_lifespans = mcp_mount(settings)  # the MCP tools at /mcp, unless server.mcp is off
 
     return Litestar(
         route_handlers=[
             index,
-            create_static_files_router(path="/static", directories=[str(web_dir())], include_in_schema=False),
+            create_static_files_router(path="/static", directories=[str(web_dir())], include_in_schema=False, opt=scoped(PUBLIC)),
             ask,
             search,
             health,
@@ -112,12 +122,19 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
         dependencies={
             "services": Provide(provide_services, sync_to_thread=False),
             "telemetry": Provide(provide_telemetry, sync_to_thread=False),
+            "identity": Provide(provide_identity, sync_to_thread=False),
         },
+        guards=[require_access],  # API keys, scopes and collections: assistant/access.py
         lifespan=[lifespan, *mcp_lifespans],
-        middleware=[prometheus_config().middleware] if settings.server.metrics else [],
-        exception_handlers={StoreError: store_error_handler},
+        middleware=[
+            browser_defences(settings),  # Host, Origin, content types, security headers
+            *([limit.middleware] if (limit := rate_limit(settings.server.rate_limit_per_minute)) else []),
+            *([prometheus_config().middleware] if settings.server.metrics else []),
+        ],
+        exception_handlers={StoreError: store_error_handler, BackendBusy: busy_handler},
         cors_config=CORSConfig(allow_origins=settings.server.cors_origins) if settings.server.cors_origins else None,
-        openapi_config=OpenAPIConfig(title="Local RAG assistant", version="0.1.0", path="/api/docs"),
+        openapi_config=OpenAPIConfig(title="Local RAG assistant", version="0.1.0", path="/api/docs",
+                                     openapi_router=Router(path="/api/docs", route_handlers=[], opt=scoped(PUBLIC))),
         logging_config=LoggingConfig(
             root={"level": settings.log_level.upper(), "handlers": ["queue_listener"]},
             log_exceptions="always",

@@ -97,12 +97,12 @@ def build_mcp_server(services: Callable[[], Services], settings: Settings) -> Fa
 
     @server.tool(annotations=READ_ONLY)
     async def read_source(
-        chunk_id: Annotated[int | None, Field(description="a chunk_id from search or ask")] = None,
+        chunk_id: Annotated[int | None, Field(ge=1, le=2**63 - 1, description="a chunk_id from search or ask")] = None,
         collection: Collection = None,
         path: Annotated[str | None, Field(description="a document's path, as search returns it")] = None,
-        start_line: Annotated[int | None, Field(ge=1, description="first line wanted (with path)")] = None,
-        end_line: Annotated[int | None, Field(ge=1, description="last line wanted (with path)")] = None,
-        page: Annotated[int | None, Field(ge=1, description="page wanted (with path)")] = None,
+        start_line: Annotated[int | None, Field(ge=1, le=2**31, description="first line wanted (with path)")] = None,
+        end_line: Annotated[int | None, Field(ge=1, le=2**31, description="last line wanted (with path)")] = None,
+        page: Annotated[int | None, Field(ge=1, le=2**31, description="page wanted (with path)")] = None,
         neighbours: Annotated[
             int, Field(ge=0, le=tools.MAX_NEIGHBOURS, description="chunks to add before and after")
         ] = 1,

@@ -16,6 +16,7 @@ from indexes import reading
 from indexes.filters import SearchFilters
 from indexes.retrieve import Hit
 
+from assistant.access import LOCAL_USER, Identity, current_identity
 from assistant.backends.base import BackendBusy
 from assistant.rag import answer
 from assistant.services import Services
@@ -43,8 +44,9 @@ def location(path: str, line_start: int | None, line_end: int | None, page: int 
 
 
 def file_of(root: str, path: str) -> str | None:
-    """The original file's absolute path, when the document was ingested from a folder."""
-    return str(Path(root) / path) if root else None
+    """The original file's absolute path, when the document was ingested from a folder and the caller is
+    on this machine (keyless use): server paths are not shown to callers with keys."""
+    return str(Path(root) / path) if root and caller().key_id is None else None
 
 
 def hit_result(hit: Hit | dict, roots: dict[int, str]) -> dict[str, Any]:
@@ -72,6 +74,18 @@ def hit_result(hit: Hit | dict, roots: dict[int, str]) -> dict[str, Any]:
     return out
 
 
+# --- who is calling -------------------------------------------------------------------------------
+
+
+def caller() -> Identity:
+    """The key of the HTTP request being served (the app's guard set it); the local user over stdio."""
+    return current_identity.get() or LOCAL_USER
+
+
+def usable_names(services: Services) -> list[str]:
+    return [n for n in reading.collection_names(services.store) if caller().can_use(n)]
+
+
 # --- checking the input -----------------------------------------------------------------------
 
 
@@ -79,11 +93,12 @@ def resolve_collection(services: Services, collection: str | None) -> str:
     """The collection to use: the one named, or the only one there is; else an error listing them.
     A named collection costs one lookup; the list is read only when needed."""
     if collection and collection.strip():
-        if not collection.startswith("~") and services.store.get_collection(collection) is not None:
+        usable = caller().can_use(collection)
+        if usable and services.store.get_collection(collection) is not None:
             return collection
-        known = reading.collection_names(services.store)
+        known = usable_names(services)
         raise ToolCallError(f"unknown collection {collection!r} (known: {', '.join(known) or 'none yet'})")
-    names = reading.collection_names(services.store)
+    names = usable_names(services)
     if len(names) == 1:
         return names[0]
     listed = ", ".join(names) if names else "none yet: ingest some documents first"
@@ -123,7 +138,7 @@ def list_collections(services: Services) -> dict[str, Any]:
     return {
         "collections": [
             {k: c[k] for k in ("name", "documents", "chunks", "failed", "embedder")}
-            for c in services.store.list_collections()
+            for c in services.store.list_collections() if caller().can_use(c["name"])
         ]
     }
 
@@ -157,6 +172,8 @@ async def ask(
 
     The same answer() as /api/ask and `assistant ask`: retrieval, a prompt that fits, the backend.
     """
+    if not caller().has("ask"):
+        raise ToolCallError("this key lacks the 'ask' scope")
     if services.backend is None:
         raise ToolCallError("no backend is configured to answer with")
     question = check_text(services, question, "question")
@@ -214,7 +231,7 @@ def read_source(
         if path or start_line is not None or end_line is not None or page is not None:
             raise ToolCallError("give either chunk_id, or path with optional start_line/end_line/page, not both")
         found = reading.document_of_chunk(store, chunk_id)
-        if found is None:
+        if found is None or not caller().can_use(found[0].collection):
             raise ToolCallError(f"no chunk {chunk_id}")
         doc, ordinal = found
         ordinals = [ordinal]

@@ -31,6 +31,7 @@ from assistant.openai_protocol import (
     rag_collections,
 )
 from assistant.rag import Event, PreparedAnswer, error_event, prepare
+from assistant.redaction import redact_text
 from assistant.services import Services
 from assistant.settings import Settings
 
@@ -134,7 +135,7 @@ async def start_chat(req: ChatCompletionRequest, services: Services) -> ChatRun:
     try:
         model = await anyio.to_thread.run_sync(backend_model, services)
     except BackendError as exc:
-        raise OpenAIError(502, str(exc), "server_error", "backend_error") from None
+        raise OpenAIError(502, redact_text(str(exc)), "server_error", "backend_error") from None
     if req.model != model:
         raise model_not_found(req.model)
     params = GenParams(max_tokens=max_tokens, temperature=gen.temperature, stop=stops)

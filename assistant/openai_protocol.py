@@ -80,12 +80,12 @@ class ChatCompletionRequest(BaseModel):
     messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
     stream: bool = False
     stream_options: StreamOptions | None = None
-    max_tokens: int | None = Field(None, ge=1)
-    max_completion_tokens: int | None = Field(None, ge=1)
+    max_tokens: int | None = Field(None, ge=1, le=2**31)
+    max_completion_tokens: int | None = Field(None, ge=1, le=2**31)
     temperature: float | None = Field(None, ge=0, le=2)
     stop: str | list[str] | None = None
-    n: int = Field(1, ge=1)
-    user: str | None = None
+    n: int = Field(1, ge=1, le=128)
+    user: str | None = Field(None, max_length=256)
     # Ours: continue a saved conversation (rag: models only); its stored turns are then the history.
     conversation_id: int | None = Field(None, ge=1, le=2**62)
 
@@ -95,8 +95,8 @@ class EmbeddingRequest(BaseModel):
     model: str = Field(min_length=1, max_length=512)
     input: str | list[str]
     encoding_format: Literal["float", "base64"] = "float"
-    dimensions: int | None = Field(None, ge=1)
-    user: str | None = None
+    dimensions: int | None = Field(None, ge=1, le=65536)
+    user: str | None = Field(None, max_length=256)
 
 
 # --- models -----------------------------------------------------------------------------------------

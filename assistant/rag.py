@@ -28,6 +28,7 @@ from indexes.retrieve import Hit, Retriever
 from assistant.backends.base import Backend, BackendBusy, BackendError, GenParams
 from assistant.citations import CitationFilter
 from assistant.prompts import Prompt, PromptTooLong, build_prompt
+from assistant.redaction import redact_text
 from assistant.settings import Settings
 from assistant.sources import hit_to_source
 
@@ -47,9 +48,10 @@ def error_event(exc: BaseException) -> Event:
     if isinstance(exc, BackendBusy):
         return Event("error", {"message": str(exc), "code": "busy", "retry_after": exc.retry_after})
     if isinstance(exc, BackendError):
-        return Event("error", {"message": str(exc), "code": "backend_error"})
+        return Event("error", {"message": redact_text(str(exc)), "code": "backend_error"})
     log.error("answer failed", exc_info=exc)
-    return Event("error", {"message": f"internal error: {type(exc).__name__}: {exc}", "code": "internal_error"})
+    # The exception's own text may name server paths or settings: it goes to the log only.
+    return Event("error", {"message": "internal error (see the server's log)", "code": "internal_error"})
 
 
 def source_dicts(sources: list[Hit], cited: list[int]) -> list[dict]:

@@ -14,6 +14,7 @@ from indexes.retrieve import Retriever
 from indexes.store import Store
 
 from assistant.backends.base import Backend, create_backend
+from assistant.limits import Gate, capped
 from assistant.query_batching import BatchingEmbedder
 from assistant.settings import Settings
 
@@ -28,6 +29,7 @@ class Services:
     retriever: Retriever
     backend: Backend | None
     in_flight: int = 0  # answers being streamed right now
+    search_gate: Gate | None = None  # searches at once (server.max_concurrent_searches)
 
     @classmethod
     def build(cls, settings: Settings, *, with_backend: bool = True) -> "Services":
@@ -38,7 +40,10 @@ class Services:
     def assemble(cls, settings: Settings, store: Store, embedder: Embedder, backend: Backend | None) -> "Services":
         """The services around a store, embedder and backend already made (tests share a loaded embedder)."""
         # Concurrent questions share one embedding forward pass (query_batching.py).
-        return cls(settings, store, embedder, retriever_from(settings.retrieval, store, BatchingEmbedder(embedder)), backend)
+        # Every backend gets the same cap on answers at once (server.max_concurrent_answers), beyond its own queue.
+        backend = capped(backend, settings.server.max_concurrent_answers)
+        return cls(settings, store, embedder, retriever_from(settings.retrieval, store, BatchingEmbedder(embedder)), backend,
+                   search_gate=Gate(settings.server.max_concurrent_searches, "searches"))
 
     def check_indexes(self) -> list[str]:
         """Load every collection's FAISS index, rebuilding (and saving) those that are stale or missing."""

@@ -243,6 +243,14 @@ class IngestSettings(BaseModel):
         description="server-side folders that POST /api/collections/{name}/sources may ingest from (and below); empty = none",
     )
     max_upload_mb: float = Field(100.0, gt=0, description="largest upload request POST /api/collections/{name}/documents accepts (all its files)")
+    parse_timeout_s: float = Field(
+        120.0, gt=0, description="longest the parser process may spend on one file; then it is stopped and the file "
+        "fails with that reason (the worker goes on)"
+    )
+    parse_memory_mb: int = Field(
+        2048, ge=64, description="memory the parser process may take beyond its size at start; a file that needs "
+        "more fails with that reason"
+    )
     watch_debounce_ms: int = Field(
         400, ge=0, description="`assistant ingest --watch`: quiet time after a change before the batch of changes is applied"
     )
@@ -266,6 +274,22 @@ class ServerSettings(BaseModel):
     metrics: bool = Field(
         True, description="serve GET /metrics in Prometheus format: requests and latency per route, answer, "
         "retrieval and ingestion series"
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list, description="host names the server answers to (the Host header) besides localhost, "
+        "127.0.0.1 and [::1], e.g. [\"wiki.example.org\"]; '*.example.org' allows its subdomains. Any other Host "
+        "is refused (DNS rebinding)"
+    )
+    rate_limit_per_minute: int = Field(
+        600, ge=0, le=1_000_000, description="requests one API key (or one client address without a key) may make "
+        "per minute before 429 + Retry-After; 0 = no limit"
+    )
+    max_concurrent_answers: int = Field(
+        64, ge=1, le=10_000, description="answers and summaries being generated at once, whatever the backend; more "
+        "get 429 + Retry-After"
+    )
+    max_concurrent_searches: int = Field(
+        16, ge=1, le=10_000, description="searches (/api/search) run at once; more get 429 + Retry-After"
     )
 
 

@@ -28,9 +28,11 @@ def _iso(dt: datetime) -> str:
     return (dt.astimezone(timezone.utc) if dt.tzinfo else dt.replace(tzinfo=timezone.utc)).isoformat()
 
 
-def create_conversation(engine: Engine, title: str = "", collections: list[str] | None = None) -> Conversation:
+def create_conversation(
+    engine: Engine, title: str = "", collections: list[str] | None = None, owner_key: int | None = None
+) -> Conversation:
     with _session(engine) as s:
-        conv = Conversation(title=title, collections=json.dumps(list(collections or [])))
+        conv = Conversation(title=title, collections=json.dumps(list(collections or [])), owner_key=owner_key)
         s.add(conv)
         s.commit()
         s.refresh(conv)
@@ -43,11 +45,15 @@ def get_conversation(engine: Engine, conversation_id: int) -> Conversation | Non
 
 
 def list_conversations(
-    engine: Engine, *, title_contains: str | None = None, limit: int = 50, offset: int = 0
+    engine: Engine, *, title_contains: str | None = None, limit: int = 50, offset: int = 0,
+    owner_key: int | None | bool = False,
 ) -> tuple[list[Conversation], int]:
-    """The conversations most recently used first (a page of them), and how many match in all."""
+    """The conversations most recently used first (a page of them), and how many match in all; only
+    those of `owner_key` when it is given (None = those made without a key; False = everyone's)."""
     with _session(engine) as s:
         where = []
+        if owner_key is not False:
+            where.append(col(Conversation.owner_key).is_(None) if owner_key is None else Conversation.owner_key == owner_key)
         if title_contains:
             where.append(col(Conversation.title).contains(title_contains, autoescape=True))
         total = s.exec(select(func.count()).select_from(Conversation).where(*where)).one()

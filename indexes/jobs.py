@@ -98,10 +98,11 @@ class Jobs:
 
     # --- the queue ----------------------------------------------------------------------------
 
-    def enqueue(self, collection_id: int, collection: str, params: dict[str, Any], kind: str = "sync") -> IngestJob:
+    def enqueue(self, collection_id: int, collection: str, params: dict[str, Any], kind: str = "sync",
+                owner_key: int | None = None) -> IngestJob:
         with self.session() as s:
             job = IngestJob(collection_id=collection_id, collection=collection, kind=kind,
-                            params=json.dumps(params, default=str))
+                            params=json.dumps(params, default=str), owner_key=owner_key)
             s.add(job)
             s.commit()
             s.refresh(job)
@@ -111,9 +112,13 @@ class Jobs:
         with self.session() as s:
             return s.get(IngestJob, job_id)
 
-    def list(self, *, collection: str | None = None, status: str | None = None, limit: int = 50) -> list[IngestJob]:
+    def list(self, *, collection: str | None = None, status: str | None = None, limit: int = 50,
+             owner_key: int | None | bool = False) -> list[IngestJob]:
+        """The newest jobs; only those queued by `owner_key` when it is given (None = without a key)."""
         with self.session() as s:
             q = select(IngestJob).order_by(IngestJob.id.desc()).limit(limit)
+            if owner_key is not False:
+                q = q.where(IngestJob.owner_key.is_(None) if owner_key is None else IngestJob.owner_key == owner_key)
             if collection is not None:
                 q = q.where(IngestJob.collection == collection)
             if status is not None:

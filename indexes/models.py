@@ -98,6 +98,7 @@ class IngestJob(SQLModel, table=True):
     heartbeat_at: datetime | None = None  # refreshed while it runs; stale = its worker is gone
     attempts: int = 0  # how many times a worker started it (more than 1 after a crash)
     files_removed: int = 0
+    owner_key: int | None = None  # the API key that queued it (None = no key: the local user or the CLI)
 
 
 class IngestFile(SQLModel, table=True):
@@ -127,6 +128,7 @@ class Conversation(SQLModel, table=True):
     collections: str = "[]"  # JSON list of collection names its questions search by default
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow, index=True)  # the last turn (lists sort by it)
+    owner_key: int | None = None  # the API key that made it and alone may see it (None = keyless use)
 
 
 class Turn(SQLModel, table=True):
@@ -158,3 +160,17 @@ class Summary(SQLModel, table=True):
     parts: str = "[]"  # JSON: [{"label", "summary", ...}] of the pieces the final summary cites
     pieces: int = 0  # pieces of the document the map step summarised
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class ApiKey(SQLModel, table=True):
+    """A key a client sends as `Authorization: Bearer <key>`. Only its sha256 is kept: the key itself is
+    shown once, when it is made. Scopes say what it may do; `collections` which collections it may touch."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(index=True)
+    key_hash: str = Field(index=True, unique=True)  # sha256 hex of the whole key
+    prefix: str = ""  # the key's first characters, to recognise it in a list
+    scopes: str = "read"  # comma-separated: read, ask, ingest, admin, metrics
+    collections: str = "[]"  # JSON list of collection names; ["*"] = every collection
+    created_at: datetime = Field(default_factory=utcnow)
+    revoked_at: datetime | None = None

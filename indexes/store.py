@@ -26,7 +26,7 @@ from indexes.models import Chunk, Collection, Document, utcnow
 from indexes.records import NewChunk, SourceInfo
 from indexes.vectors import VectorIndex, VectorIndexes, VectorOptions
 
-COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # \Z: "abc\n" is not "abc"
 
 
 class StoreError(ValueError):

@@ -17,14 +17,20 @@ from ingest.patterns import PatternSet
 GIT_TIMEOUT_S = 120
 
 
+SAFE_CONFIG = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.quotepath=off",
+               "-c", "core.untrackedCache=false", "-c", "protocol.allow=never")
+
+
 def _git(cwd: Path, *args: str) -> bytes | None:
     git = shutil.which("git")
     if git is None:
         return None
     try:
         out = subprocess.run(
-            # safe.directory: a checkout owned by another user is still only read, never executed.
-            [git, "-c", "safe.directory=*", "-c", "core.quotepath=off", *args],
+            # A checkout's own .git/config may name commands (core.fsmonitor, hooks): none of them run.
+            # A checkout owned by another user is refused by git (no safe.directory=*) and then read
+            # without git, its .gitignore files applied by pathspec.
+            [git, *SAFE_CONFIG, *args],
             cwd=cwd, capture_output=True, timeout=GIT_TIMEOUT_S, check=False,
             env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
         )

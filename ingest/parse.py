@@ -6,7 +6,9 @@ single file contains may raise anything else out of `parse()`.
 
 from __future__ import annotations
 
+import io
 import re
+import zipfile
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -94,6 +96,24 @@ def parse(source: SourceFile, data: bytes | None = None) -> Parsed:
         raise ParseError(f"parser error: {type(exc).__name__}: {str(exc)[:300]}") from exc
 
 
+MAX_UNZIPPED_BYTES = 256 * 1024 * 1024  # what a zip-based document may expand to
+MAX_ZIP_RATIO = 200  # uncompressed / compressed size of the whole archive
+
+
+def check_unzipped_size(data: bytes) -> None:
+    """Refuse a zip-based file that would expand past MAX_UNZIPPED_BYTES (or at a ratio only a zip bomb
+    has), judged from its directory before anything is decompressed."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            total = sum(max(info.file_size, 0) for info in archive.infolist())
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise ParseError(f"damaged zip container ({exc})") from None
+    mb = 1024 * 1024
+    if total > MAX_UNZIPPED_BYTES or total > MAX_ZIP_RATIO * max(len(data), 1):
+        raise ParseError(f"compressed file expands to {total / mb:.0f} MB from {len(data) / mb:.1f} MB: the limit is "
+                         f"{MAX_UNZIPPED_BYTES / mb:.0f} MB and {MAX_ZIP_RATIO}x (a zip bomb?)")
+
+
 def _parse(source: SourceFile, data: bytes) -> Parsed:
     suffix, name = source.suffix, source.abs_path.name
     stem = source.abs_path.stem if suffix else name
@@ -107,6 +127,8 @@ def _parse(source: SourceFile, data: bytes) -> Parsed:
     if not binary and looks_binary(data):
         raise ParseError("binary file" + (f" (unsupported type {suffix})" if suffix else ""), skip=True)
 
+    if data[:4] == b"PK\x03\x04":  # a zip (docx, pptx, xlsx, epub, ...): refuse a bomb before opening it
+        check_unzipped_size(data)
     encoding = "utf-8"
     if suffix in {".pdf"} | set(OFFICE) | set(EMAIL):
         parsed = (_pdf(source.abs_path, stem) if suffix == ".pdf" else

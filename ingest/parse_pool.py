@@ -4,18 +4,27 @@ Parsing is pure Python (unstructured, docutils, tree-sitter glue) and holds the 
 the embedding process it took the GIL from the embedder, whose forward pass needs it for every
 operator it dispatches: the two could not overlap. In a child process they do. The child is started
 once per process (spawned: no inherited model or thread state), reused for every run, and rebuilt if
-a parser ever crashes it; that file then fails with a reason and the others go on.
+a parser ever crashes it; that file then fails with a reason and the others go on. A file may take at
+most `ingest.parse_timeout_s` (the child is then killed and replaced) and `ingest.parse_memory_mb` more
+memory than the child had when it started parsing.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
+
+try:
+    import resource  # POSIX only: the parser's memory limit
+except ImportError:  # pragma: no cover
+    resource = None  # type: ignore[assignment]
 
 from indexes.records import NewChunk
 from ingest.chunking import TokenCounter, parse_and_split
@@ -48,12 +57,29 @@ def _warm(parent: int) -> None:
     warm_parser()
 
 
+def _limit_memory(memory_mb: int) -> None:
+    """Cap the child's address space at its size now plus memory_mb (once: the first file's call, after
+    the parser and the tokenizer are loaded). A file that needs more raises MemoryError in here."""
+    if _counters.get("memory limit") is not None or resource is None:
+        return
+    with open("/proc/self/statm") as f:
+        size = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    limit = size + memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    _counters["memory limit"] = limit
+
+
 def _parse_in_child(source: SourceFile, data: bytes, chunk_tokens: int, overlap_tokens: int, model_path: str,
-                    max_seq: int) -> tuple[Parsed, list[NewChunk], list[str]]:
+                    max_seq: int, memory_mb: int | None = None) -> tuple[Parsed, list[NewChunk], list[str]]:
     counter = _counters.get(model_path)
     if counter is None:
         counter = _counters[model_path] = TokenCounter.for_model(model_path)
-    return parse_and_split(source, data, chunk_tokens, overlap_tokens, counter, max_seq)
+    if memory_mb is not None and os.path.exists("/proc/self/statm"):
+        _limit_memory(memory_mb)
+    try:
+        return parse_and_split(source, data, chunk_tokens, overlap_tokens, counter, max_seq)
+    except MemoryError:
+        raise ParseError(f"the parser needed more than its memory limit ({memory_mb} MB) for this file") from None
 
 
 class ParsePool:
@@ -93,17 +119,33 @@ class ParsePool:
         self._pool().submit(int).result()
 
     def parse_and_split(self, source: SourceFile, data: bytes, chunk_tokens: int, overlap_tokens: int,
-                        model_path: str, max_seq: int) -> tuple[Parsed, list[NewChunk], list[str]]:
-        """What `chunking.parse_and_split` returns, computed in the child; raises ParseError as it does."""
+                        model_path: str, max_seq: int, *, timeout_s: float | None = None,
+                        memory_mb: int | None = None) -> tuple[Parsed, list[NewChunk], list[str]]:
+        """What `chunking.parse_and_split` returns, computed in the child; raises ParseError as it does.
+        A file that takes longer than timeout_s stops the child (a new one serves the next file)."""
         # A child found dead may have died between files (killed, out of memory): the file gets one
         # more try in a new child, and only a second death is put down to the file itself.
         for _ in range(2):
             pool = self._pool()
+            future = pool.submit(_parse_in_child, source, data, chunk_tokens, overlap_tokens, model_path, max_seq,
+                                 memory_mb)
             try:
-                return pool.submit(_parse_in_child, source, data, chunk_tokens, overlap_tokens, model_path, max_seq).result()
+                return future.result(timeout=timeout_s)
+            except FutureTimeout:
+                self._kill(pool)
+                raise ParseError(f"the parser took longer than {timeout_s:g} s on this file (stopped)") from None
             except BrokenProcessPool:
                 self._discard(pool)
         raise ParseError("the parser crashed on this file (its process died twice)")
+
+    def _kill(self, pool: ProcessPoolExecutor) -> None:
+        """Stop a child stuck on one file at once (it holds no state worth keeping)."""
+        for pid in list(getattr(pool, "_processes", None) or {}):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self._discard(pool)
 
     def _discard(self, pool: ProcessPoolExecutor) -> None:
         with self._lock:

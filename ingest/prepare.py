@@ -22,7 +22,7 @@ from indexes.store import Store
 from ingest.chunking import EmbedderLike, TokenCounter, parse_and_split
 from ingest.parse import ParseError, file_type
 from ingest.parse_pool import ParsePool
-from ingest.sources import SourceFile
+from ingest.sources import OutsideRoot, SourceFile, read_inside_root
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,8 @@ class IngestOptions:
     use_git: bool = True
     embed_pool: int = 1024  # chunk texts gathered (across files) before one embedding call
     parse_process: bool = True  # parse in a child process (parse_pool.py), not in the embedder's process
+    parse_timeout_s: float = 120.0  # per file, in the child process (it is stopped beyond)
+    parse_memory_mb: int = 2048  # the child's address space may grow by this much
 
     def params(self, embedder_name: str, version: int) -> dict[str, Any]:
         """What decides a file's chunks: a file ingested under other params is redone."""
@@ -99,7 +101,9 @@ class Preparer:
             return Outcome(source, "failed", f"file too large ({source.size / mb:.1f} MB; the limit is "
                                              f"{opts.max_file_bytes / mb:.1f} MB)")
         try:
-            data = source.abs_path.read_bytes()
+            data = read_inside_root(source)
+        except OutsideRoot as exc:
+            return Outcome(source, "failed", str(exc))
         except OSError as exc:
             return Outcome(source, "failed", f"cannot read the file ({exc.strerror or exc})")
         sha = hashlib.sha256(data).hexdigest()
@@ -113,7 +117,8 @@ class Preparer:
         try:
             if self.pool is not None:
                 parsed, chunks, texts = self.pool.parse_and_split(
-                    source, data, opts.chunk_tokens, opts.overlap_tokens, str(self.embedder.model_path), self.max_seq)
+                    source, data, opts.chunk_tokens, opts.overlap_tokens, str(self.embedder.model_path), self.max_seq,
+                    timeout_s=opts.parse_timeout_s, memory_mb=opts.parse_memory_mb)
             else:
                 parsed, chunks, texts = parse_and_split(
                     source, data, opts.chunk_tokens, opts.overlap_tokens, self.count_tokens, self.max_seq)

@@ -136,8 +136,34 @@ def scan(
     return result
 
 
+class OutsideRoot(OSError):
+    """A file whose real path (links resolved) lies outside the folder it was found in."""
+
+
+def inside(path: Path, root: Path) -> bool:
+    """Whether path, with every link resolved, lies inside root (itself resolved)."""
+    real, base = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    return real == base or real.is_relative_to(base)
+
+
+def read_inside_root(source: SourceFile) -> bytes:
+    """The file's bytes, checked again when read: its real path must lie inside its root, and the real
+    path is opened without following a link (one swapped in since the check is refused by the kernel)."""
+    real = os.path.realpath(source.abs_path)
+    if not inside(Path(real), source.root):
+        raise OutsideRoot(f"link to a file outside the folder ({display_name(source.rel_path)}): not read")
+    fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise OutsideRoot("not a regular file any more: not read")
+        return f.read()
+
+
 def _classify(path: Path, rel: str, root: Path) -> SourceFile | SourceProblem | None:
     """A path as a file, a problem, or None (a folder reached through git's listing)."""
+    if os.path.islink(path) or not inside(path.parent, root):
+        if not inside(path, root):  # e.g. a link (tracked in git, too) to ~/.ssh/id_rsa
+            return SourceProblem(rel, root, "link to a file outside the folder (not followed)", "skipped")
     try:
         info = os.stat(path)
     except OSError as exc:

@@ -38,6 +38,7 @@ def options_from(settings: Any, overrides: dict[str, Any] | None = None) -> Inge
         max_file_bytes=int(ing.max_file_mb * 1024 * 1024),
         file_types=frozenset(t.lower() for t in ing.file_types), exclude=exclude, use_git=ing.use_git,
         embed_pool=ing.embed_pool, parse_process=ing.parse_process,
+        parse_timeout_s=ing.parse_timeout_s, parse_memory_mb=ing.parse_memory_mb,
     )
     allowed = {"chunk_tokens", "overlap_tokens"}
     values = {k: int(v) for k, v in (overrides or {}).items() if k in allowed and v is not None}

@@ -11,6 +11,8 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("DO_NOT_TRACK", "1")
+# Litestar's test client sends `Host: testserver.local`: a name the server answers to in tests only.
+os.environ.setdefault("ASSISTANT_SERVER_ALLOWED_HOSTS", '["testserver.local"]')
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

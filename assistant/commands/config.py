@@ -48,5 +48,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.reference:
         print(reference_markdown(), end="")
     else:
-        print(settings.model_dump_json(indent=2))
+        from assistant.redaction import redact_settings
+
+        print(json.dumps(redact_settings(settings.model_dump(mode="json")), indent=2))
     return 0

@@ -55,8 +55,15 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     from assistant.app import create_app
 
+    from assistant.access import check_bind
     from assistant.background_worker import start_worker, stop_worker
+    from indexes.db import make_engine
 
+    engine = make_engine(settings.data_dir / "store.db")
+    try:
+        check_bind(settings, engine)  # another address without API keys: refused, saying how to make one
+    finally:
+        engine.dispose()
     app = create_app(settings)
     host, port = settings.server.host, settings.server.port
     print(f"assistant: serving on http://{host}:{port}/  (data: {settings.data_dir}, backend: {settings.backend})", flush=True)

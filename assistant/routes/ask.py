@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import json
-from typing import AsyncIterator
+from typing import Annotated, AsyncIterator
 
 from litestar import post
 from litestar.exceptions import HTTPException, ValidationException
+from litestar.openapi import ResponseSpec
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 from pydantic import BaseModel, Field
 
+from indexes.filters import SearchFilters
+
+from assistant.access import Identity, scoped
 from assistant.backends.base import BackendBusy
 from assistant.rag import Event, prepare
 from assistant.routes.conversations import open_conversation_turn
-from assistant.routes.deps import require_collection
+from assistant.routes.deps import MAX_ROW_ID, require_collection
 from assistant.services import Services
 from assistant.telemetry import Telemetry
 
@@ -23,30 +27,36 @@ class Turn(BaseModel):
     content: str = Field(max_length=20000)
 
 
+MAX_GLOB_CHARS = 1024
+Glob = Annotated[str, Field(min_length=1, max_length=MAX_GLOB_CHARS)]
+Kind = Annotated[str, Field(min_length=1, max_length=32)]
+Time = float | Annotated[str, Field(max_length=64)] | None
+
+
 class Filters(BaseModel):
     """Which documents may be sources: path globs, file types, modification time (epoch or ISO-8601)."""
 
-    paths: list[str] = Field(default_factory=list, max_length=32)
-    kinds: list[str] = Field(default_factory=list, max_length=32)
-    modified_after: float | str | None = None
-    modified_before: float | str | None = None
+    paths: list[Glob] = Field(default_factory=list, max_length=32)
+    kinds: list[Kind] = Field(default_factory=list, max_length=32)
+    modified_after: Time = None
+    modified_before: Time = None
 
 
 class AskRequest(BaseModel):
     question: str
-    collection: str | None = None
-    collections: list[str] | None = Field(None, max_length=16)
+    collection: str | None = Field(None, max_length=64)
+    collections: list[Annotated[str, Field(max_length=64)]] | None = Field(None, max_length=16)
     k: int | None = Field(None, ge=1, le=50)
     history: list[Turn] = Field(default_factory=list, max_length=20)
     filters: Filters | None = None
-    conversation_id: int | None = Field(None, description="a saved conversation to continue (its turns are the history)")
+    conversation_id: int | None = Field(None, ge=1, le=MAX_ROW_ID, description="a saved conversation to continue (its turns are the history)")
 
     def scope(self) -> list[str]:
         names = list(self.collections or []) + ([self.collection] if self.collection else [])
         return list(dict.fromkeys(names))
 
 
-def validate_ask(services: Services, data: AskRequest) -> list[str]:
+def validate_ask(services: Services, data: AskRequest, identity: Identity) -> list[str]:
     """The collections to search, or a 4xx that says what is wrong with the request."""
     question = data.question.strip()
     limit = services.settings.server.max_question_chars
@@ -58,18 +68,31 @@ def validate_ask(services: Services, data: AskRequest) -> list[str]:
     if not scope:
         raise ValidationException("name a collection to ask (`collection` or `collections`)")
     for name in scope:
-        require_collection(services, name)
+        require_collection(services, name, identity)
+    checked_filters(data.filters)
     return scope
+
+
+def checked_filters(filters: Filters | None) -> SearchFilters | None:
+    """The filters as retrieval takes them; a date that cannot be read is a 400, not a failed answer."""
+    try:
+        return SearchFilters.coerce(filters.model_dump() if filters else None)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise ValidationException(f"bad filter: {exc}") from None
+
+
+EVENT_STREAM = {200: ResponseSpec(data_container=dict, media_type="text/event-stream",
+                                  description="Server-Sent Events", generate_examples=False)}
 
 
 def to_message(event: Event) -> ServerSentEventMessage:
     return ServerSentEventMessage(event=event.type, data=json.dumps(event.data, ensure_ascii=False))
 
 
-@post("/api/ask", tags=["ask"], status_code=200)
-async def ask(services: Services, telemetry: Telemetry, data: AskRequest) -> ServerSentEvent:
-    conversation = open_conversation_turn(services, data)
-    scope = validate_ask(services, data)
+@post("/api/ask", tags=["ask"], status_code=200, opt=scoped("ask"), responses=EVENT_STREAM)
+async def ask(services: Services, telemetry: Telemetry, identity: Identity, data: AskRequest) -> ServerSentEvent:
+    conversation = open_conversation_turn(services, data, identity)
+    scope = validate_ask(services, data, identity)
     try:
         query = None
         if conversation is not None:

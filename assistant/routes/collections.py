@@ -12,7 +12,8 @@ from sqlmodel import select
 
 from indexes.models import Chunk, Collection, Document
 
-from assistant.routes.deps import require_collection
+from assistant.access import Identity, scoped
+from assistant.routes.deps import RowId, require_collection
 from assistant.services import Services
 
 
@@ -35,25 +36,29 @@ def document_dict(doc: Document) -> dict:
 class CollectionController(Controller):
     path = "/api"
     tags = ["collections"]
+    opt = scoped("read")
 
     @get("/collections")
-    async def list_collections(self, services: Services) -> list[dict]:
-        return services.store.list_collections()
+    async def list_collections(self, services: Services, identity: Identity) -> list[dict]:
+        return [c for c in services.store.list_collections() if identity.can_use(c["name"])]
 
     @get("/collections/{name:str}/documents")
     async def list_documents(
         self,
         services: Services,
+        identity: Identity,
         name: str,
-        offset: Annotated[int, Parameter(ge=0)] = 0,
+        offset: Annotated[int, Parameter(ge=0, le=2**31)] = 0,
         limit: Annotated[int, Parameter(ge=1, le=10000)] = 1000,
     ) -> dict:
-        coll = require_collection(services, name)
+        coll = require_collection(services, name, identity)
         docs = services.store.list_documents(coll, offset=offset, limit=limit)
         return {"collection": name, "documents": [document_dict(d) for d in docs]}
 
     @get("/chunks/{chunk_id:int}")
-    async def get_chunk(self, services: Services, chunk_id: int) -> dict:
+    async def get_chunk(
+        self, services: Services, identity: Identity, chunk_id: RowId
+    ) -> dict:
         with services.store.session() as s:
             row = s.exec(
                 select(Chunk, Document, Collection)
@@ -61,9 +66,10 @@ class CollectionController(Controller):
                 .join(Collection, Collection.id == Chunk.collection_id)
                 .where(Chunk.id == chunk_id)
             ).first()
-        if row is None:
+        if row is None or row[2].name.startswith("~"):  # a deleted collection's chunks wait for their purge
             raise NotFoundException(f"no chunk {chunk_id}")
         chunk, doc, coll = row
+        identity.check_collection(coll.name)
         return {
             "chunk_id": chunk.id,
             "document_id": doc.id,

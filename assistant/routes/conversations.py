@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from anyio import to_thread
 from litestar import Controller, delete, get, patch, post
-from litestar.exceptions import NotFoundException, ValidationException
+from litestar.exceptions import NotFoundException, PermissionDeniedException, ValidationException
 from litestar.params import Parameter
 from pydantic import BaseModel, Field
 
@@ -24,8 +24,9 @@ from indexes.conversations import (
     rename_conversation,
 )
 
+from assistant.access import Identity, scoped
 from assistant.conversation import ConversationTurn, UnknownConversation
-from assistant.routes.deps import require_collection
+from assistant.routes.deps import RowId, require_collection
 from assistant.services import Services
 
 if TYPE_CHECKING:
@@ -51,7 +52,16 @@ def checked_title(services: Services, title: str, *, required: bool) -> str:
     return title
 
 
-def open_conversation_turn(services: Services, data: "AskRequest") -> ConversationTurn | None:
+def require_own_conversation(services: Services, identity: Identity, conversation_id: int) -> None:
+    """404 for no such conversation, 403 for another key's."""
+    conv = get_conversation(services.store.engine, conversation_id)
+    if conv is None:
+        raise NotFoundException(f"unknown conversation: {conversation_id}")
+    if not identity.owns(conv.owner_key):
+        raise PermissionDeniedException("this conversation belongs to another key")
+
+
+def open_conversation_turn(services: Services, data: "AskRequest", identity: Identity) -> ConversationTurn | None:
     """The conversation an /api/ask request continues (None without `conversation_id`); 404 when unknown.
 
     Its stored turns are the history, so a `history` sent too is refused; a request that names no
@@ -61,6 +71,7 @@ def open_conversation_turn(services: Services, data: "AskRequest") -> Conversati
         return None
     if data.history:
         raise ValidationException("give either `history` or `conversation_id`: a conversation's history is its stored turns")
+    require_own_conversation(services, identity, data.conversation_id)
     try:
         turn = ConversationTurn.open(
             services.store.engine, data.conversation_id, history_turns=services.settings.conversations.history_turns
@@ -75,32 +86,36 @@ def open_conversation_turn(services: Services, data: "AskRequest") -> Conversati
 class ConversationController(Controller):
     path = "/api/conversations"
     tags = ["conversations"]
+    opt = scoped("ask")
 
     @get("/")
     async def list_all(
-        self, services: Services,
+        self, services: Services, identity: Identity,
         q: Annotated[str | None, Parameter(description="only titles containing this", max_length=200)] = None,
-        offset: Annotated[int, Parameter(ge=0)] = 0,
+        offset: Annotated[int, Parameter(ge=0, le=2**31)] = 0,
         limit: Annotated[int, Parameter(ge=1, le=200)] = 50,
     ) -> dict:
         """The conversations most recently used first."""
         rows, total = await to_thread.run_sync(
-            lambda: list_conversations(services.store.engine, title_contains=q, limit=limit, offset=offset)
+            lambda: list_conversations(services.store.engine, title_contains=q, limit=limit, offset=offset,
+                                      owner_key=False if identity.is_admin else identity.key_id)
         )
         return {"conversations": [conversation_dict(c) for c in rows], "total": total, "offset": offset, "limit": limit}
 
     @post("/", status_code=201)
-    async def create(self, services: Services, data: NewConversation) -> dict:
+    async def create(self, services: Services, identity: Identity, data: NewConversation) -> dict:
         title = checked_title(services, data.title, required=False)
         collections = list(dict.fromkeys(data.collections))
         for name in collections:
-            require_collection(services, name)
-        conv = await to_thread.run_sync(lambda: create_conversation(services.store.engine, title, collections))
+            require_collection(services, name, identity)
+        conv = await to_thread.run_sync(lambda: create_conversation(services.store.engine, title, collections, identity.key_id))
         return conversation_dict(conv, [])
 
     @get("/{conversation_id:int}")
-    async def read(self, services: Services, conversation_id: int) -> dict:
+    async def read(self, services: Services, identity: Identity, conversation_id: RowId) -> dict:
         """The conversation with every turn: question, search query, answer and sources."""
+        await to_thread.run_sync(require_own_conversation, services, identity, conversation_id)
+
         def run() -> dict | None:
             conv = get_conversation(services.store.engine, conversation_id)
             return None if conv is None else conversation_dict(conv, list_turns(services.store.engine, conversation_id))
@@ -111,7 +126,8 @@ class ConversationController(Controller):
         return out
 
     @patch("/{conversation_id:int}")
-    async def rename(self, services: Services, conversation_id: int, data: Rename) -> dict:
+    async def rename(self, services: Services, identity: Identity, conversation_id: RowId, data: Rename) -> dict:
+        await to_thread.run_sync(require_own_conversation, services, identity, conversation_id)
         title = checked_title(services, data.title, required=True)
         conv = await to_thread.run_sync(lambda: rename_conversation(services.store.engine, conversation_id, title))
         if conv is None:
@@ -119,8 +135,9 @@ class ConversationController(Controller):
         return conversation_dict(conv)
 
     @delete("/{conversation_id:int}", status_code=200)
-    async def remove(self, services: Services, conversation_id: int) -> dict:
+    async def remove(self, services: Services, identity: Identity, conversation_id: RowId) -> dict:
         """Delete a conversation and its turns."""
+        await to_thread.run_sync(require_own_conversation, services, identity, conversation_id)
         if not await to_thread.run_sync(delete_conversation, services.store.engine, conversation_id):
             raise NotFoundException(f"unknown conversation: {conversation_id}")
         return {"deleted": conversation_id}

@@ -6,6 +6,8 @@ import anyio
 from litestar import Response, get
 from sqlalchemy import text
 
+from assistant.access import PUBLIC, Identity, scoped
+from assistant.redaction import redact_text
 from assistant.services import Services
 
 
@@ -16,13 +18,13 @@ async def backend_health(services: Services) -> dict:
     try:
         with anyio.fail_after(5):
             h = await backend.health()
-        return {"name": backend.name, "ok": h.ok, "detail": h.detail, "model": h.model or backend.model,
+        return {"name": backend.name, "ok": h.ok, "detail": redact_text(h.detail or ""), "model": h.model or backend.model,
                 "context_window": backend.context_window}
     except Exception as exc:  # a broken backend must not break the health check
-        return {"name": backend.name, "ok": False, "detail": f"{type(exc).__name__}: {exc}"}
+        return {"name": backend.name, "ok": False, "detail": redact_text(f"{type(exc).__name__}: {exc}")}
 
 
-@get("/health", tags=["status"])
+@get("/health", tags=["status"], opt=scoped(PUBLIC))
 async def health(services: Services) -> Response[dict]:
     """200 when everything works; 503 with the reason when the store or the backend does not."""
     with services.store.engine.connect() as conn:
@@ -32,12 +34,12 @@ async def health(services: Services) -> Response[dict]:
     return Response({"status": status, "backend": backend}, status_code=200 if backend["ok"] else 503)
 
 
-@get("/api/status", tags=["status"])
-async def status(services: Services) -> dict:
+@get("/api/status", tags=["status"], opt=scoped("read"))
+async def status(services: Services, identity: Identity) -> dict:
     """The backend (name, model, context, health, requests in flight) and, when present, each GPU."""
     from assistant.gpu.status import gpu_status
 
     backend = await backend_health(services)
     backend["in_flight"] = services.in_flight
     gpus = await anyio.to_thread.run_sync(gpu_status)  # NVML, or nvidia-smi as a fallback: may block
-    return {"backend": backend, "gpus": gpus, "collections": len(services.store.list_collections())}
+    return {"backend": backend, "gpus": gpus, "collections": sum(identity.can_use(c["name"]) for c in services.store.list_collections())}

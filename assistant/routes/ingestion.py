@@ -8,14 +8,13 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 
 from anyio import to_thread
 from litestar import Request, delete, post
 from litestar.datastructures import UploadFile
-from litestar.exceptions import ClientException, NotFoundException, PermissionDeniedException, ValidationException
+from litestar.exceptions import NotFoundException, PermissionDeniedException, ValidationException
 from pydantic import BaseModel, Field
 
 from indexes.jobs import Jobs
@@ -23,19 +22,14 @@ from indexes.maintenance import tombstone_collection
 from indexes.models import Document
 from indexes.store import COLLECTION_NAME
 
-from assistant.routes.deps import require_collection
+from assistant.access import Identity, scoped
+from assistant.routes.deps import RowId, require_collection
 from assistant.services import Services
-
-MB = 1024 * 1024
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\]")
+from assistant.uploads import MB, PayloadTooLarge, bounded_receive, checked_names, save_all
 
 
 class SourceRequest(BaseModel):
-    path: str = Field(description="absolute path of a folder or file on the server, inside ingest.allowed_roots")
-
-
-class PayloadTooLarge(ClientException):
-    status_code = 413
+    path: str = Field(max_length=4096, description="absolute path of a folder or file on the server, inside ingest.allowed_roots")
 
 
 def check_name(name: str) -> None:
@@ -64,17 +58,10 @@ def uploads_dir(services: Services, collection: str) -> Path:
     return Path(services.settings.data_dir) / "uploads" / collection
 
 
-def safe_filename(name: str) -> str:
-    """The last part of a client's file name, without separators or control characters."""
-    base = _UNSAFE.sub("_", name.replace("\\", "/").rsplit("/", 1)[-1]).strip()
-    if base in ("", ".", ".."):
-        raise ValidationException(f"unusable file name {name!r}")
-    return base.encode("utf-8")[:200].decode("utf-8", "ignore")
-
-
-def enqueue(services: Services, collection: str, paths: list[str], kind: str) -> dict:
+def enqueue(services: Services, collection: str, paths: list[str], kind: str, owner_key: int | None) -> dict:
     coll = services.store.get_collection(collection)
-    job = Jobs(services.store.engine).enqueue(coll.id if coll else 0, collection, {"paths": paths}, kind=kind)
+    job = Jobs(services.store.engine).enqueue(coll.id if coll else 0, collection, {"paths": paths}, kind=kind,
+                                              owner_key=owner_key)
     return {"job": job.id, "collection": collection, "status": job.status, "url": f"/api/jobs/{job.id}"}
 
 
@@ -83,39 +70,45 @@ def enqueue(services: Services, collection: str, paths: list[str], kind: str) ->
 TAGS = ["ingestion"]
 
 
-@post("/api/collections/{name:str}/sources", status_code=202, tags=TAGS)
-async def add_source(services: Services, name: str, data: SourceRequest) -> dict:
+@post("/api/collections/{name:str}/sources", status_code=202, tags=TAGS, opt=scoped("ingest"))
+async def add_source(services: Services, identity: Identity, name: str, data: SourceRequest) -> dict:
     """Queue the ingestion (or re-sync) of a folder or file on the server."""
     check_name(name)
+    identity.check_collection(name)
     path = allowed_path(services, data.path)
-    return await to_thread.run_sync(enqueue, services, name, [str(path)], "sync")
+    return await to_thread.run_sync(enqueue, services, name, [str(path)], "sync", identity.key_id)
 
 
-@post("/api/collections/{name:str}/documents", status_code=202, request_max_body_size=None, tags=TAGS)
-async def upload_documents(request: Request, services: Services, name: str) -> dict:
+@post("/api/collections/{name:str}/documents", status_code=202, request_max_body_size=None, tags=TAGS,
+      opt={**scoped("ingest"), "multipart": True})
+async def upload_documents(request: Request, services: Services, identity: Identity, name: str) -> dict:
     """Save uploaded files (multipart, any field name) and queue their ingestion."""
     check_name(name)
+    identity.check_collection(name)
     limit = int(services.settings.ingest.max_upload_mb * MB)
     length = request.headers.get("content-length")
     if length and length.isdigit() and int(length) > limit:
         raise PayloadTooLarge(f"upload of {int(length) / MB:.1f} MB; the limit is {limit / MB:.1f} MB")
+    request.receive = bounded_receive(request.receive, limit)  # chunked bodies too: 413 while streaming
     form = await request.form()
     files = [v for values in form.multi_items() for v in ([values[1]] if not isinstance(values[1], list) else values[1])
              if isinstance(v, UploadFile)]
-    if not files:
-        raise ValidationException("no files in the request (send them as multipart/form-data)")
-    folder = uploads_dir(services, name)
-    saved = await to_thread.run_sync(_save, files, folder, limit)
-    for f in files:
-        await f.close()
-    result = await to_thread.run_sync(enqueue, services, name, [str(p) for p in saved], "upload")
+    try:
+        if not files:
+            raise ValidationException("no files in the request (send them as multipart/form-data)")
+        names = checked_names(files)  # every name, before anything is written
+        saved = await to_thread.run_sync(save_all, files, names, uploads_dir(services, name), limit)
+    finally:
+        for f in files:
+            await f.close()
+    result = await to_thread.run_sync(enqueue, services, name, [str(p) for p in saved], "upload", identity.key_id)
     return {**result, "files": [p.name for p in saved]}
 
 
-@delete("/api/collections/{name:str}/documents/{document_id:int}", status_code=200, tags=TAGS)
-async def delete_document(services: Services, name: str, document_id: int) -> dict:
+@delete("/api/collections/{name:str}/documents/{document_id:int}", status_code=200, tags=TAGS, opt=scoped("ingest"))
+async def delete_document(services: Services, identity: Identity, name: str, document_id: RowId) -> dict:
     """Remove one document and its chunks (and its uploaded file, when it was uploaded)."""
-    coll = require_collection(services, name)
+    coll = require_collection(services, name, identity)
 
     def run() -> dict:
         store = services.store
@@ -132,10 +125,10 @@ async def delete_document(services: Services, name: str, document_id: int) -> di
     return await to_thread.run_sync(run)
 
 
-@delete("/api/collections/{name:str}", status_code=202, tags=TAGS)
-async def delete_collection(services: Services, name: str) -> dict:
-    """Hide the collection at once (any size); the worker purges its rows in the background."""
-    coll = require_collection(services, name)
+@delete("/api/collections/{name:str}", status_code=202, tags=TAGS, opt=scoped("admin"))
+async def delete_collection(services: Services, identity: Identity, name: str) -> dict:
+    """Hide the collection at once (any size); the worker purges its rows in the background (admin only)."""
+    coll = require_collection(services, name, identity)
 
     def run() -> dict:
         job = tombstone_collection(services.store, coll)
@@ -143,25 +136,3 @@ async def delete_collection(services: Services, name: str) -> dict:
         return {"deleted": name, "purge_job": job.id}
 
     return await to_thread.run_sync(run)
-
-
-def _save(files: list[UploadFile], folder: Path, limit: int) -> list[Path]:
-    """Write the uploads into folder (a same-named earlier upload is replaced)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    saved: list[Path] = []
-    total = 0
-    for upload in files:
-        target = folder / safe_filename(upload.filename or "")
-        tmp = target.with_name(target.name + ".part")
-        with open(tmp, "wb") as out:
-            upload.file.seek(0)
-            while chunk := upload.file.read(MB):
-                total += len(chunk)
-                if total > limit:
-                    out.close()
-                    tmp.unlink(missing_ok=True)
-                    raise PayloadTooLarge(f"upload larger than the limit of {limit / MB:.1f} MB")
-                out.write(chunk)
-        tmp.replace(target)
-        saved.append(target.resolve())
-    return saved

@@ -6,13 +6,18 @@ from typing import Annotated, Literal
 
 from anyio import to_thread
 from litestar import Controller, delete, get
-from litestar.exceptions import NotFoundException
+from litestar.exceptions import NotFoundException, PermissionDeniedException
 from litestar.params import Parameter
 
 from indexes.jobs import Jobs
+from indexes.models import IngestJob
 
+from assistant.access import Identity, scoped
+from assistant.redaction import client_path, strip_server_paths
+from assistant.routes.deps import RowId
 from assistant.services import Services
 
+JobStatusName = Literal["pending", "running", "done", "failed", "cancelled"]
 FileStateName = Literal["pending", "parsing", "embedding", "done", "failed", "skipped", "removed"]
 
 
@@ -20,53 +25,84 @@ def jobs_of(services: Services) -> Jobs:
     return Jobs(services.store.engine)
 
 
-def job_progress(services: Services, job_id: int) -> dict:
+def require_own_job(services: Services, identity: Identity, job_id: int) -> IngestJob:
+    """404 for no such job, 403 for a job another key queued."""
+    job = jobs_of(services).get(job_id)
+    if job is None:
+        raise NotFoundException(f"no job {job_id}")
+    if not identity.owns(job.owner_key):
+        raise PermissionDeniedException("this job was queued by another key")
+    return job
+
+
+def shown_to_client(services: Services, info: dict) -> dict:
+    """A job's progress without absolute server paths: its sources named relative to their folder."""
+    settings = services.settings
+    params = dict(info.get("params") or {})
+    if isinstance(params.get("paths"), list):
+        params["paths"] = [client_path(str(p), settings) for p in params["paths"]]
+    out = {**info, "params": params}
+    if out.get("error"):
+        out["error"] = strip_server_paths(out["error"], settings)
+    out["errors"] = [{**e, "reason": strip_server_paths(e["reason"] or "", settings)} for e in info.get("errors", [])]
+    return out
+
+
+def job_progress(services: Services, identity: Identity, job_id: int) -> dict:
+    require_own_job(services, identity, job_id)
     info = jobs_of(services).progress(job_id)
     if info is None:
         raise NotFoundException(f"no job {job_id}")
-    return info
+    return shown_to_client(services, info)
 
 
 class JobController(Controller):
     path = "/api/jobs"
     tags = ["ingestion"]
+    opt = scoped("ingest")
 
     @get("/")
     async def list_jobs(
-        self, services: Services, collection: str | None = None, status: str | None = None,
+        self, services: Services, identity: Identity,
+        collection: Annotated[str | None, Parameter(max_length=64)] = None,
+        status: Annotated[JobStatusName | None, Parameter()] = None,
         limit: Annotated[int, Parameter(ge=1, le=500)] = 50,
     ) -> list[dict]:
+        """This key's jobs (every job for an admin), newest first."""
+        if collection is not None:
+            identity.check_collection(collection)
+
         def run() -> list[dict]:
             jobs = jobs_of(services)
-            return [jobs.progress(j.id, errors=5) for j in jobs.list(collection=collection, status=status, limit=limit)]
+            owner = False if identity.is_admin else identity.key_id
+            listed = jobs.list(collection=collection, status=status, limit=limit, owner_key=owner)
+            return [shown_to_client(services, jobs.progress(j.id, errors=5)) for j in listed]
 
         return await to_thread.run_sync(run)
 
     @get("/{job_id:int}")
-    async def get_job(self, services: Services, job_id: int) -> dict:
+    async def get_job(self, services: Services, identity: Identity, job_id: RowId) -> dict:
         """Files done of total, chunks written, rate, ETA, the files being worked on, and failures."""
-        return await to_thread.run_sync(job_progress, services, job_id)
+        return await to_thread.run_sync(job_progress, services, identity, job_id)
 
     @get("/{job_id:int}/files")
     async def job_files(
-        self, services: Services, job_id: int,
+        self, services: Services, identity: Identity, job_id: RowId,
         file_state: Annotated[FileStateName | None, Parameter(query="state")] = None,
-        offset: Annotated[int, Parameter(ge=0)] = 0, limit: Annotated[int, Parameter(ge=1, le=10000)] = 1000,
+        offset: Annotated[int, Parameter(ge=0, le=2**31)] = 0, limit: Annotated[int, Parameter(ge=1, le=10000)] = 1000,
     ) -> dict:
         jobs = jobs_of(services)
-        if jobs.get(job_id) is None:
-            raise NotFoundException(f"no job {job_id}")
+        await to_thread.run_sync(require_own_job, services, identity, job_id)
         rows = await to_thread.run_sync(lambda: jobs.files(job_id, state=file_state, offset=offset, limit=limit))
         return {"job": job_id, "files": [
-            {"path": f.path, "state": f.state, "reason": f.reason, "chunks": f.chunks, "size": f.size,
+            {"path": f.path, "state": f.state, "reason": strip_server_paths(f.reason or "", services.settings) or None, "chunks": f.chunks, "size": f.size,
              "updated_at": f.updated_at.isoformat()} for f in rows
         ]}
 
     @delete("/{job_id:int}", status_code=200)
-    async def cancel_job(self, services: Services, job_id: int) -> dict:
+    async def cancel_job(self, services: Services, identity: Identity, job_id: RowId) -> dict:
         """Cancel a job that has not finished (its worker stops at its next heartbeat)."""
         jobs = jobs_of(services)
-        if jobs.get(job_id) is None:
-            raise NotFoundException(f"no job {job_id}")
+        await to_thread.run_sync(require_own_job, services, identity, job_id)
         cancelled = jobs.cancel(job_id)
         return {"job": job_id, "cancelled": cancelled, "status": jobs.get(job_id).status}

@@ -13,6 +13,7 @@ from litestar import Litestar
 from litestar.handlers import ASGIRouteHandler, asgi
 from litestar.types import Receive, Scope, Send
 
+from assistant.access import scoped
 from assistant.mcp_server import build_mcp_server
 from assistant.services import Services
 from assistant.settings import Settings
@@ -34,7 +35,7 @@ def mcp_mount(settings: Settings) -> tuple[list[ASGIRouteHandler], list[Callable
     server.streamable_http_app()  # creates the session manager this mount serves through
     manager = server.session_manager
 
-    @asgi(MCP_PATH, is_mount=True, copy_scope=True)
+    @asgi(MCP_PATH, is_mount=True, copy_scope=True, opt=scoped("read"))  # each tool checks the rest
     async def mcp(scope: Scope, receive: Receive, send: Send) -> None:
         await manager.handle_request(scope, receive, send)
 

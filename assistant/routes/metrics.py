@@ -10,6 +10,7 @@ from litestar.datastructures import State
 from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from assistant.access import scoped
 from assistant.telemetry import HTTP_PREFIX, Telemetry
 
 
@@ -24,6 +25,7 @@ class MetricsController(PrometheusController):
     """Litestar's controller, rendering this app's registry instead of the process-wide one."""
 
     path = "/metrics"
+    opt = scoped("metrics")  # an admin key, or a key made only to scrape
 
     @get(include_in_schema=False)
     async def get(self, request: Request[Any, Any, Any]) -> Response:

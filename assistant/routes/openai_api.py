@@ -11,25 +11,65 @@ from typing import AsyncIterator
 from anyio import to_thread
 from litestar import Request, Response, Router, get, post
 from litestar.exceptions import HTTPException, ValidationException
+from litestar.openapi import ResponseSpec
 from litestar.response import ServerSentEvent
+from pydantic import BaseModel
 
+from indexes.conversations import get_conversation
 from indexes.store import StoreError
 
+from assistant.access import Identity, scoped
 from assistant.openai_chat import chunks, completion, start_chat
 from assistant.openai_embeddings import embeddings
-from assistant.openai_protocol import ChatCompletionRequest, EmbeddingRequest, OpenAIError, list_models
+from assistant.openai_protocol import ChatCompletionRequest, EmbeddingRequest, OpenAIError, list_models, rag_collections
 from assistant.services import Services
 from assistant.telemetry import Telemetry
 
 
-@get("/models")
-async def models(services: Services) -> dict:
-    return await to_thread.run_sync(list_models, services)
+class OpenAIErrorDetail(BaseModel):
+    message: str
+    type: str
+    code: str | None = None
+    param: str | None = None
 
 
-@post("/chat/completions", status_code=200)
-async def chat_completions(services: Services, telemetry: Telemetry, data: ChatCompletionRequest) -> Response:
+class OpenAIErrorBody(BaseModel):
+    """Every /v1 error, shaped as OpenAI's (what its clients parse)."""
+
+    error: OpenAIErrorDetail
+
+
+ERRORS = {status: ResponseSpec(data_container=OpenAIErrorBody, description=what) for status, what in {
+    400: "invalid request", 401: "no valid API key", 403: "the key lacks the scope or collection",
+    404: "unknown model or conversation", 413: "request too large", 415: "not application/json",
+    429: "busy or rate-limited (Retry-After)"}.items()}
+
+
+@get("/models", opt=scoped("read"), responses=ERRORS)
+async def models(services: Services, identity: Identity) -> dict:
+    """The backend's model and a `rag:` model per collection this key may read."""
+    listed = await to_thread.run_sync(list_models, services)
+    listed["data"] = [m for m in listed["data"] if "collection" not in m or identity.can_use(m["collection"])]
+    return listed
+
+
+def check_chat_access(identity: Identity, services: Services, data: ChatCompletionRequest) -> None:
+    """403 (OpenAI-shaped) for a `rag:` collection or a conversation this key may not use."""
+    for name in rag_collections(data.model) or []:
+        if not identity.can_use(name):
+            raise OpenAIError(403, f"this key may not use the collection {name!r}", "permission_error", "forbidden")
+    if data.conversation_id is not None:
+        conv = get_conversation(services.store.engine, data.conversation_id)
+        if conv is not None and not identity.owns(conv.owner_key):
+            raise OpenAIError(403, "this conversation belongs to another key", "permission_error", "forbidden")
+
+
+@post("/chat/completions", status_code=200, opt=scoped("ask"), responses=ERRORS)
+async def chat_completions(
+    services: Services, telemetry: Telemetry, identity: Identity, data: ChatCompletionRequest
+) -> Response:
     try:
+        await to_thread.run_sync(check_chat_access, identity, services, data)
         run = await start_chat(data, services)
     except OpenAIError as exc:
         if exc.status == 429:
@@ -54,7 +94,7 @@ async def chat_completions(services: Services, telemetry: Telemetry, data: ChatC
     return ServerSentEvent(lines())
 
 
-@post("/embeddings", status_code=200)
+@post("/embeddings", status_code=200, opt=scoped("read"), responses=ERRORS)
 async def create_embeddings(services: Services, data: EmbeddingRequest) -> Response:
     try:
         return Response(await to_thread.run_sync(embeddings, data, services))
@@ -79,7 +119,7 @@ def http_error(_: Request, exc: HTTPException) -> Response:
         )
     status = exc.status_code
     kind = "invalid_request_error" if status < 500 else "server_error"
-    code = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large", 429: "backend_busy"}.get(status)
+    code = {401: "invalid_api_key", 403: "forbidden", 404: "not_found", 415: "unsupported_media_type", 405: "method_not_allowed", 413: "request_too_large", 429: "backend_busy"}.get(status)
     headers = dict(exc.headers or {})
     return error_response(OpenAIError(status, message, kind, code, headers=headers))
 

@@ -12,7 +12,9 @@ from pydantic import BaseModel, ConfigDict, StrictBool, ValidationError
 
 from indexes.summaries import get_document_info
 
-from assistant.routes.ask import to_message
+from assistant.access import Identity, scoped
+from assistant.routes.ask import EVENT_STREAM, to_message
+from assistant.routes.deps import RowId
 from assistant.services import Services
 from assistant.summarize import summary_events
 
@@ -23,16 +25,20 @@ class SummaryRequest(BaseModel):
     refresh: StrictBool = False  # true: summarise again even when a cached summary exists
 
 
-@post("/api/documents/{document_id:int}/summary", tags=["documents"], status_code=200)
-async def summarize(services: Services, document_id: int, data: dict[str, Any] | None = None) -> ServerSentEvent:
+@post("/api/documents/{document_id:int}/summary", tags=["documents"], status_code=200, opt=scoped("ask"),
+      responses=EVENT_STREAM)
+async def summarize(
+    services: Services, identity: Identity, document_id: RowId, data: dict[str, Any] | None = None
+) -> ServerSentEvent:
     # Validated here, strictly: the framework's own conversion would take "yes" for true.
     try:
         request = SummaryRequest.model_validate(data or {})
     except ValidationError as exc:
         raise ValidationException("invalid summary request", extra=exc.errors(include_url=False, include_input=False)) from None
     doc = await to_thread.run_sync(get_document_info, services.store.engine, document_id)
-    if doc is None:
+    if doc is None or doc.collection.startswith("~"):
         raise NotFoundException(f"unknown document: {document_id}")
+    identity.check_collection(doc.collection)
     s = services.settings
     events = summary_events(services.store.engine, doc, services.backend, s.summary, s.generation.margin_tokens,
                             refresh=request.refresh)  # fmt: skip

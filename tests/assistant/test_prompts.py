@@ -28,7 +28,7 @@ def test_chat_prompt_layout(settings_factory):
     hits = [hit(0), hit(1, path="src/app.py", line_start=10, line_end=42, symbol="make_app"), hit(2, page=3, path="a.pdf")]
     p = build_prompt("How do I start?", hits, backend, max_answer_tokens=64, margin=8)
     system, user = p.messages[0], p.messages[-1]
-    assert system["role"] == "system" and system["content"].startswith(SYSTEM_PROMPT + "\n\nSources:\n\n[1] Page 0 — docs/page0.md\n")
+    assert system["role"] == "system" and system["content"].startswith(SYSTEM_PROMPT + "\n\nSources:\n\n<sources>\n[1] Page 0 — docs/page0.md\n")
     assert "[2] Page 1 — src/app.py:10-42\nSection: Guide > Part 1\nSymbol: make_app\n" in system["content"]
     assert "[3] Page 2 — a.pdf:p.3\n" in system["content"]
     assert user == {"role": "user", "content": "How do I start?"}
@@ -42,7 +42,7 @@ def test_completion_prompt_layout_and_stops():
     p = build_prompt("Why?", [hit(0)], backend, 64, 8, history=history)
     (message,) = p.messages
     text = message["content"]
-    assert text.startswith(COMPLETION_PREFIX + "Context:\n[1] Page 0 — docs/page0.md\n")
+    assert text.startswith(COMPLETION_PREFIX + "Context:\n<sources>\n[1] Page 0 — docs/page0.md\n")
     assert text.endswith("\n\nQuestion: What is it?\nAnswer: A fox [1].\n\nQuestion: Why?\nAnswer:")
     assert p.stop == ["\n\n", "Question:"] and p.history_used == 2
     assert completion_text(p.messages) == text
@@ -95,7 +95,7 @@ def test_a_source_too_big_alone_is_cut_not_dropped():
     assert p.sources_used == [big] and p.truncated
     assert p.prompt_tokens <= p.budget
     shown = p.messages[0]["content"]
-    assert shown.endswith(" …") and big.text[:200] in shown and big.text not in shown
+    assert shown.endswith(" …\n</sources>") and big.text[:200] in shown and big.text not in shown
 
 
 def test_question_alone_too_long_is_an_error():

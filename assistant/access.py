@@ -1,0 +1,153 @@
+"""Who is asking and what they may do: API keys, their scopes and collections, checked in one guard.
+
+Every route declares the scope it needs in its `opt` (`opt={"scope": "read"}`); the app-wide guard
+`require_access` reads the caller's key, refuses the request (401 without a valid key, 403 without the
+scope), and leaves the caller's `Identity` in the connection for the handler, which then checks each
+collection it touches with `Identity.check_collection` (403) and filters lists with `can_use`.
+
+Keyless use: while no key exists and the server is bound to a loopback address, every request acts as
+the one local user with every scope. Once a key exists, or the server listens on any other address,
+each request needs `Authorization: Bearer <key>`. A route without a declared scope needs `admin`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from litestar.connection import ASGIConnection
+from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
+from litestar.handlers.base import BaseRouteHandler
+
+from indexes.apikeys import ALL_COLLECTIONS, find_key, active_key_count
+
+from assistant.settings import Settings
+
+SCOPE = "scope"  # the opt key every route handler sets
+PUBLIC = "public"  # a route anyone may call: the page itself, its static files, /health, the API schema
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+CREATE_KEY_HINT = "create one with `assistant keys create NAME --scope read --collection NAME`"
+
+
+def scoped(scope: str) -> dict[str, Any]:
+    """A route's opt that says which scope it needs."""
+    return {SCOPE: scope}
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The caller: a key (with its scopes and collections), or the keyless local user."""
+
+    key_id: int | None
+    name: str
+    scopes: frozenset[str]
+    collections: frozenset[str]
+
+    @property
+    def is_admin(self) -> bool:
+        return "admin" in self.scopes
+
+    def has(self, scope: str) -> bool:
+        # An answer shows the passages it used, so a key that may ask may also read.
+        return self.is_admin or scope in self.scopes or (scope == "read" and "ask" in self.scopes)
+
+    def can_use(self, collection: str) -> bool:
+        if collection.startswith("~"):  # a deleted collection waiting for its purge: nobody's
+            return False
+        return self.is_admin or ALL_COLLECTIONS in self.collections or collection in self.collections
+
+    def check_collection(self, collection: str) -> None:
+        if not self.can_use(collection):
+            raise PermissionDeniedException(f"this key may not use the collection {collection!r}")
+
+    def owns(self, owner_key: int | None) -> bool:
+        """Whether a conversation or job made by `owner_key` is this caller's to see."""
+        return self.is_admin or owner_key == self.key_id
+
+
+LOCAL_USER = Identity(None, "local", frozenset({"admin"}), frozenset({ALL_COLLECTIONS}))
+
+# The identity of the request being served, for code the request reaches without its connection (the
+# MCP tools run inside the MCP package's handler).
+current_identity: ContextVar[Identity | None] = ContextVar("current_identity", default=None)
+
+
+def is_loopback(host: str) -> bool:
+    host = host.strip("[]")
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def keyless_allowed(settings: Settings, engine) -> bool:
+    """True while nobody needs a key: no key exists and only this machine can connect."""
+    return is_loopback(settings.server.host) and active_key_count(engine) == 0
+
+
+def check_bind(settings: Settings, engine) -> None:
+    """Refuse to serve an address other machines can reach while no key exists."""
+    if not is_loopback(settings.server.host) and active_key_count(engine) == 0:
+        raise SystemExit(
+            f"assistant serve: refusing to listen on {settings.server.host} without API keys, as anyone who can "
+            f"reach it could read and change every collection; {CREATE_KEY_HINT} (see docs/usage.md), "
+            "or bind 127.0.0.1"
+        )
+
+
+def bearer_token(connection: ASGIConnection) -> str | None:
+    value = connection.headers.get("authorization", "")
+    scheme, _, token = value.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def rate_limit_identifier(connection: ASGIConnection) -> str:
+    """Whom a rate limit counts: the key sent (hashed, never kept), else the client address."""
+    token = bearer_token(connection)
+    if token:
+        return "key:" + hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return "addr:" + (connection.client.host if connection.client else "unknown")
+
+
+def resolve_identity(connection: ASGIConnection) -> Identity:
+    """The caller of this request; 401 when a key is needed and none (or an unknown one) was sent."""
+    services = connection.app.state.services
+    engine = services.store.engine
+    token = bearer_token(connection)
+    if token is None:
+        if keyless_allowed(services.settings, engine):
+            return LOCAL_USER
+        raise NotAuthorizedException(
+            "an API key is needed: send `Authorization: Bearer <key>`" + ("" if active_key_count(engine) else
+                                                                          f"; {CREATE_KEY_HINT}"),
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    grant = find_key(engine, token)
+    if grant is None:
+        raise NotAuthorizedException("unknown or revoked API key", headers={"WWW-Authenticate": "Bearer"})
+    return Identity(grant.key_id, grant.name, grant.scopes, grant.collections)
+
+
+def require_access(connection: ASGIConnection, handler: BaseRouteHandler) -> None:
+    """The one guard of every route: a valid key (or keyless local use) holding the route's scope."""
+    needed = handler.opt.get(SCOPE, "admin")
+    if needed == PUBLIC or connection.scope.get("method") == "OPTIONS":  # an OPTIONS answer carries no data
+        return
+    identity = resolve_identity(connection)
+    if not identity.has(needed):
+        raise PermissionDeniedException(f"this key lacks the {needed!r} scope")
+    connection.scope["user"] = identity
+    current_identity.set(identity)
+
+
+def identity_of(connection: ASGIConnection) -> Identity:
+    """The identity the guard left on the connection (a route that reaches here passed it)."""
+    identity = connection.scope.get("user")
+    if not isinstance(identity, Identity):
+        raise NotAuthorizedException("no identity on this request")
+    return identity

@@ -1,0 +1,98 @@
+"""What must not leave the server as it is: absolute server paths, API keys, credentials inside URLs.
+
+Jobs and errors name files relative to the folder they came from; settings and logs show `***` where a
+key or password was.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from assistant.settings import Settings
+
+HIDDEN = "***"
+URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
+BEARER = re.compile(r"(?i)\b(bearer\s+)\S+")
+OUR_KEYS = re.compile(r"\brag_[A-Za-z0-9_-]{8,}")
+SECRET_FLAGS = re.compile(r"(?i)(--?(?:api[-_]?key|token|password|secret)[= ]+)(\S+)")
+
+
+def redact_url(url: str) -> str:
+    """The URL without the user and password it may carry."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return URL_CREDENTIALS.sub(lambda m: m["scheme"] + HIDDEN + "@", url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{HIDDEN}@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def redact_text(text: str) -> str:
+    """Free text (a log line, an error, a command line) with keys, bearer tokens and URL credentials hidden."""
+    text = URL_CREDENTIALS.sub(lambda m: m["scheme"] + HIDDEN + "@", text)
+    text = BEARER.sub(lambda m: m[1] + HIDDEN, text)
+    text = SECRET_FLAGS.sub(lambda m: m[1] + HIDDEN, text)
+    return OUR_KEYS.sub("rag_" + HIDDEN, text)
+
+
+SECRET_FLAG_ALONE = re.compile(r"(?i)--?(?:api[-_]?key|token|password|secret)")
+SECRET_NAMES = re.compile(r"(?i)(api_?key|password|passwd|secret|token)")
+
+
+def redact_settings(value: Any, name: str = "") -> Any:
+    """Settings as `assistant config` shows them: secrets as ***, URLs and arguments without credentials."""
+    if isinstance(value, dict):
+        return {k: redact_settings(v, k) for k, v in value.items()}
+    if isinstance(value, list):  # also a command line: `--api-key`, then the key as the next item
+        return [HIDDEN if i and isinstance(v, str) and SECRET_FLAG_ALONE.fullmatch(str(value[i - 1]))
+                else redact_settings(v, name) for i, v in enumerate(value)]
+    if isinstance(value, str):
+        if SECRET_NAMES.search(name) and value not in ("", "none"):
+            return HIDDEN
+        return redact_text(value)
+    return value
+
+
+class RedactedLogRecord(logging.LogRecord):
+    """A log record whose message never shows a key, a bearer token or a URL's password."""
+
+    def getMessage(self) -> str:
+        return redact_text(super().getMessage())
+
+
+def redact_logs() -> None:
+    """Every log record of this process, from any library, is redacted when formatted."""
+    logging.setLogRecordFactory(RedactedLogRecord)
+
+
+def server_roots(settings: Settings) -> list[tuple[Path, str]]:
+    """The server folders a client may see named, each with the name it is shown by."""
+    data = Path(settings.data_dir).expanduser().resolve()
+    roots = [(data / "uploads", "uploads"), (data, "data")]
+    roots += [(Path(r).expanduser().resolve(), Path(r).name or "root") for r in settings.ingest.allowed_roots]
+    return sorted(roots, key=lambda r: len(str(r[0])), reverse=True)
+
+
+def client_path(path: str, settings: Settings) -> str:
+    """A server path as a client may see it: relative to a known folder (named), else only its last part."""
+    p = Path(path)
+    for root, name in server_roots(settings):
+        if p == root or p.is_relative_to(root):
+            rel = p.relative_to(root).as_posix()
+            return name if rel == "." else f"{name}/{rel}"
+    return p.name
+
+
+def strip_server_paths(text: str, settings: Settings) -> str:
+    """Free text with every known server folder replaced by its shown name."""
+    for root, name in server_roots(settings):
+        text = text.replace(str(root), name)
+    home = str(Path.home())
+    return text.replace(home, "~") if len(home) > 1 else text

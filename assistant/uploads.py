@@ -1,0 +1,102 @@
+"""Uploaded files: the body bounded while it streams in, every name checked before anything is written,
+and all files of a request saved or none.
+
+A hostile name is refused with its reason rather than quietly rewritten: a client that sent `../x`
+or a right-to-left override should learn that it was not accepted.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import unicodedata
+import uuid
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+from litestar.datastructures import UploadFile
+from litestar.exceptions import ClientException, ValidationException
+
+MB = 1024 * 1024
+MAX_NAME_BYTES = 200
+PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+STAGING_PREFIX = ".staging-"
+
+
+class PayloadTooLarge(ClientException):
+    status_code = 413
+
+
+def bounded_receive(receive: Callable[[], Awaitable[dict]], limit: int) -> Callable[[], Awaitable[dict]]:
+    """The ASGI receive of a request whose body may not pass `limit` bytes, announced or not (chunked):
+    past it, 413 while streaming, before the rest is read."""
+    total = 0
+
+    async def receive_bounded() -> dict:
+        nonlocal total
+        message = await receive()
+        if message.get("type") == "http.request":
+            total += len(message.get("body", b""))
+            if total > limit:
+                raise PayloadTooLarge(f"upload larger than the limit of {limit / MB:.1f} MB")
+        return message
+
+    return receive_bounded
+
+
+def check_upload_name(raw: Any) -> str:
+    """The file name as given, when it is a plain name; else a 400 that says what is wrong with it."""
+    name = raw if isinstance(raw, str) else ""
+    shown = repr(name[:80])
+    if not name or name in (".", ".."):
+        raise ValidationException(f"unusable file name {shown}")
+    if "/" in name or "\\" in name:
+        raise ValidationException(f"file name {shown} names a folder: send the file's own name")
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in name):
+        raise ValidationException(f"file name {shown} holds control or invisible formatting characters "
+                                  "(NUL, line breaks, right-to-left overrides ...)")
+    if PERCENT_ESCAPE.search(name):
+        raise ValidationException(f"file name {shown} is percent-encoded: send it decoded")
+    if name.startswith("."):
+        raise ValidationException(f"file name {shown} starts with '.': hidden files are not ingested")
+    if name != name.strip():
+        raise ValidationException(f"file name {shown} starts or ends with spaces")
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        raise ValidationException(f"file name of {len(name)} characters: at most {MAX_NAME_BYTES} bytes")
+    return unicodedata.normalize("NFC", name)
+
+
+def checked_names(files: list[UploadFile]) -> list[str]:
+    names = [check_upload_name(f.filename) for f in files]
+    seen: set[str] = set()
+    for n in names:
+        if n.casefold() in seen:
+            raise ValidationException(f"the file name {n!r} is sent twice")
+        seen.add(n.casefold())
+    return names
+
+
+def save_all(files: list[UploadFile], names: list[str], folder: Path, limit: int) -> list[Path]:
+    """Write every file into a staging folder beside `folder`, then move them all in; on any failure
+    nothing is left behind (a same-named earlier upload is replaced only on success)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    staging = folder.parent / f"{STAGING_PREFIX}{folder.name}-{uuid.uuid4().hex}"
+    staging.mkdir()
+    try:
+        total = 0
+        for upload, name in zip(files, names):
+            with open(staging / name, "xb") as out:
+                upload.file.seek(0)
+                while chunk := upload.file.read(MB):
+                    total += len(chunk)
+                    if total > limit:
+                        raise PayloadTooLarge(f"upload larger than the limit of {limit / MB:.1f} MB")
+                    out.write(chunk)
+        saved = []
+        for name in names:
+            target = folder / name
+            (staging / name).replace(target)
+            saved.append(target.resolve())
+        return saved
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

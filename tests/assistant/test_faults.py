@@ -1,0 +1,170 @@
+"""Faults, each followed by recovery with nothing lost: a FAISS file truncated or deleted, the backend
+killed in the middle of an answer, the disk filling up during an ingest. (A worker killed with SIGKILL
+mid-ingest: tests/ingest/test_crash.py.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+
+import httpx
+import pytest
+
+from assistant.app import create_app
+from assistant.services import Services
+from evals.local_server import serve_in_thread
+from indexes.jobs import Jobs
+from indexes.store import Store
+from ingest.worker import Worker
+from tests.support.stores import write_pages
+
+PAGES = {f"p{i}.md": (f"Page {i}", f"Topic {i}: the kettle on floor {i} is descaled every {i + 2} weeks.") for i in range(30)}
+
+
+@pytest.mark.parametrize("damage", ["truncate", "delete", "garbage"])
+def test_a_damaged_faiss_file_is_rebuilt_on_start_with_the_same_results(tmp_path, settings_factory, embedder, damage):
+    settings = settings_factory()
+    store = Store(settings.data_dir)
+    write_pages(store, embedder, "office", PAGES)
+    before = Services.assemble(settings, store, embedder, None).retriever.search("kettle floor 7", ["office"], 5)
+    store.save_vectors(store.get_collection("office"))
+    store.close()
+    files = list((settings.data_dir / "vectors").glob("*.faiss"))
+    assert files
+    for f in files:
+        if damage == "truncate":
+            os.truncate(f, f.stat().st_size // 2)
+        elif damage == "delete":
+            f.unlink()
+        else:
+            f.write_bytes(os.urandom(4096))
+    again = Services.assemble(settings, Store(settings.data_dir), embedder, None)
+    try:
+        assert again.check_indexes() == ["office"]  # what the server does on start
+        after = again.retriever.search("kettle floor 7", ["office"], 5)
+        assert [h.chunk_id for h in after] == [h.chunk_id for h in before]
+        assert len(list((settings.data_dir / "vectors").glob("*.faiss"))) == 1
+    finally:
+        again.store.close()
+
+
+def events_of(body: str) -> list[tuple[str, dict]]:
+    out = []
+    for block in body.replace("\r\n", "\n").strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        if "event" in fields:
+            out.append((fields["event"], json.loads(fields.get("data", "{}"))))
+    return out
+
+
+@pytest.mark.slow
+def test_the_backend_killed_mid_answer_ends_the_stream_with_an_error_and_the_next_answer_works(
+        gguf_path, tmp_path, settings_factory, make_services, embedder):
+    from tests.support.llama_server import MODEL_ALIAS, LlamaServer
+
+    pytest.importorskip("sse_starlette", reason="the llama-cpp-python[server] extra is not installed")
+    engine = LlamaServer(gguf_path, tmp_path, threads=2).start()
+    try:
+        settings = settings_factory(backend="openai", openai={"base_url": engine.url, "model": MODEL_ALIAS, "timeout_s": 120,
+                                                                 "retry_unhealthy_s": 1},
+                                    generation={"max_tokens": 48})
+        services = make_services(settings, lambda s: write_pages(s, embedder, "office", PAGES))
+        body = {"question": "Write a long story about the kettle on floor 7.", "collection": "office"}
+        with serve_in_thread(create_app(settings, services)) as server:
+            seen: list[str] = []
+            with httpx.stream("POST", f"{server.url}/api/ask", json=body, timeout=60) as r:
+                assert r.status_code == 200
+                for line in r.iter_lines():
+                    seen.append(line)
+                    if line.startswith("event: token") and len(seen) > 6:
+                        engine.proc.send_signal(signal.SIGKILL)  # mid-stream
+                        engine.proc.wait()
+            events = events_of("\n".join(seen))
+            assert events[-1][0] == "error", events[-3:]
+            assert httpx.get(f"{server.url}/health", timeout=30).status_code == 503
+            engine.start()
+            time.sleep(1.5)  # a replica that failed is skipped for retry_unhealthy_s
+            r = httpx.post(f"{server.url}/api/ask", json=body | {"question": "Which floor has a kettle?"}, timeout=120)
+            assert r.status_code == 200 and events_of(r.text)[-1][0] == "done", events_of(r.text)[-2:]
+            assert httpx.get(f"{server.url}/health", timeout=30).status_code == 200
+    finally:
+        engine.stop()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 48 MB tmpfs (root only: elsewhere the test is skipped, saying why)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(mount)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.strip() or 'not root'})")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill_disk(path, leave_bytes: int) -> None:
+    """A file taking all the space of path's file system but leave_bytes."""
+    free = shutil.disk_usage(path).free
+    with open(path / "filler", "wb") as f:
+        f.truncate(0)
+        block = b"\0" * (1024 * 1024)
+        for _ in range(max(0, (free - leave_bytes) // len(block))):
+            f.write(block)
+
+
+@pytest.mark.slow
+def test_a_full_disk_during_ingest_loses_nothing_and_the_job_completes_later(tmp_path, small_disk, settings_factory, embedder):
+    base, more = tmp_path / "base", tmp_path / "more"
+    base.mkdir()
+    more.mkdir()
+    (base / "kept.md").write_text("# Kept\n\nThe boiler is serviced every October.\n")
+    for i in range(120):
+        (more / f"doc{i:03}.md").write_text(f"# Doc {i}\n\n" + f"Paragraph {i} about room {uuid.uuid4().hex}. " * 60 + "\n")
+    settings = settings_factory(data_dir=small_disk / "data")
+
+    def run(paths: list[str]) -> dict:
+        worker = Worker(settings, embedder=embedder)
+        jobs = Jobs(worker.store.engine)
+        job = jobs.enqueue(0, "office", {"paths": paths})
+        try:
+            worker.run(once=True)
+            return jobs.progress(job.id)
+        finally:
+            worker.store.close()
+
+    assert run([str(base)])["status"] == "done"
+    fill_disk(small_disk, leave_bytes=1 * 1024 * 1024)
+    try:
+        failed = run([str(base), str(more)])
+    except Exception as exc:  # the worker itself may stop on ENOSPC: what matters is the store
+        failed = {"status": f"raised {type(exc).__name__}", "files_ingested": None}
+    print(f"disk full: {json.dumps({k: failed.get(k) for k in ('status', 'files_ingested', 'files_failed', 'error')})}")
+    assert failed["status"] != "done" or failed.get("files_failed")
+    store = Store(settings.data_dir)
+    try:
+        with store.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
+        hits = Services.assemble(settings, store, embedder, None).retriever.search("boiler serviced", ["office"], 3)
+        assert hits and hits[0].path == "kept.md"  # what was there before is intact
+    finally:
+        store.close()
+
+    (small_disk / "filler").unlink()
+    again = run([str(base), str(more)])
+    assert again["status"] == "done" and again["files_failed"] == 0, again
+    store = Store(settings.data_dir)
+    try:
+        with store.engine.connect() as conn:
+            docs = conn.exec_driver_sql("SELECT count(*) FROM document WHERE status = 'ok'").scalar()
+            assert conn.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
+        assert docs == 121
+    finally:
+        store.close()

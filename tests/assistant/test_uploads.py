@@ -1,0 +1,120 @@
+"""Uploads: hostile names refused with a reason before anything is written, all files of a request or
+none, and a 2 GB chunked body cut off at the limit while it streams (on the real server)."""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import time
+
+import httpx
+import pytest
+
+from assistant.app import create_app
+from evals.local_server import serve_in_thread
+from indexes.jobs import Jobs
+
+UPLOAD = {"X-Requested-By": "test"}
+GOOD = ("files", ("notes.md", b"# Notes\n\nThe canteen opens at noon.\n", "text/markdown"))
+
+
+@pytest.fixture
+def services(settings_factory, make_services):
+    return make_services(settings_factory(ingest={"max_upload_mb": 1}))
+
+
+def written(services) -> list[str]:
+    data = services.settings.data_dir
+    return sorted(str(p.relative_to(data)) for p in data.rglob("*") if p.is_file() and "uploads" in p.parts)
+
+
+HOSTILE = {
+    "../escape.md": "names a folder",
+    "..\\escape.md": "names a folder",
+    "%2e%2e%2fescape.md": "percent-encoded",
+    "nul\x00byte.md": "percent-encoded",  # the client sends NUL as %00
+    "a" * 400 + ".md": "at most 200 bytes",
+    "invoice\u202egpj.md": "right-to-left",
+    ".env": "hidden",
+    "..": "unusable",
+}
+
+
+@pytest.mark.parametrize("name, reason", HOSTILE.items(), ids=list(range(len(HOSTILE))))
+async def test_a_hostile_file_name_is_refused_and_nothing_is_written(client, services, name, reason):
+    r = await client.post("/api/collections/docs/documents", headers=UPLOAD,
+                          files=[GOOD, ("files", (name, b"# Evil\n\nowned\n", "text/markdown"))])
+    assert r.status_code == 400, (name, r.status_code, r.text[:200])
+    assert reason in r.json()["detail"]
+    assert written(services) == [] and Jobs(services.store.engine).list() == []
+
+
+async def test_filename_star_is_validated_like_filename(client, services):
+    boundary = "b0undary"
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"f\"; filename=\"ok.md\"; "
+            f"filename*=UTF-8''..%2F..%2Fescape.md\r\nContent-Type: text/markdown\r\n\r\n# x\r\n--{boundary}--\r\n").encode()
+    r = await client.post("/api/collections/docs/documents", content=body,
+                          headers={**UPLOAD, "Content-Type": f"multipart/form-data; boundary={boundary}"})
+    saved = written(services)
+    assert r.status_code in (202, 400), r.text
+    assert all(p.startswith("uploads/docs/") and "/" not in p.removeprefix("uploads/docs/") for p in saved)
+    assert not (services.settings.data_dir.parent / "escape.md").exists()
+
+
+async def test_duplicate_names_and_oversized_requests_write_nothing(client, services):
+    r = await client.post("/api/collections/docs/documents", headers=UPLOAD, files=[GOOD, GOOD])
+    assert r.status_code == 400 and "twice" in r.json()["detail"]
+    big = ("files", ("big.md", b"x" * (1024 * 1024 + 1), "text/markdown"))
+    r = await client.post("/api/collections/docs/documents", headers=UPLOAD, files=[GOOD, big])
+    assert r.status_code == 413
+    assert written(services) == []
+    r = await client.post("/api/collections/docs/documents", headers=UPLOAD, files=[GOOD])
+    assert r.status_code == 202 and written(services) == ["uploads/docs/notes.md"]
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1024**2
+
+
+def chunked_upload(url: str, total: int, block: int = 256 * 1024) -> tuple[int | None, int]:
+    """POST a multipart body of `total` bytes with Transfer-Encoding: chunked over a raw socket, stopping
+    as soon as the server answers: (status, bytes sent by then)."""
+    host, port = url.removeprefix("http://").split(":")
+    boundary = "xx"
+    head = (f"POST /api/collections/docs/documents HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            f"Content-Type: multipart/form-data; boundary={boundary}\r\nX-Requested-By: test\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n").encode()
+    part = f"--{boundary}\r\nContent-Disposition: form-data; name=\"f\"; filename=\"big.md\"\r\n\r\n".encode()
+    data = b"A" * block
+    sent = 0
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(head + f"{len(part):x}\r\n".encode() + part + b"\r\n")
+        try:
+            while sent < total:
+                sock.sendall(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                sent += len(data)
+                if select.select([sock], [], [], 0)[0]:
+                    break  # the server has answered
+            reply = sock.recv(4096)
+        except (BrokenPipeError, ConnectionResetError):
+            reply = b""
+    status = int(reply.split()[1]) if reply.startswith(b"HTTP/1.1") else None
+    return status, sent
+
+
+def test_a_2gb_chunked_upload_is_cut_off_while_streaming(services):
+    """No Content-Length: the server counts the bytes as they come and answers 413 at the limit (1 MB),
+    long before 2 GB, with its memory unchanged and nothing written."""
+    with serve_in_thread(create_app(services.settings, services)) as server:
+        rss_before = rss_mb()
+        started = time.perf_counter()
+        status, sent = chunked_upload(server.url, 2 * 1024**3)
+        seconds = time.perf_counter() - started
+        grown_mb = rss_mb() - rss_before
+    print(f"2 GB chunked upload: {status} after {sent / 1024**2:.1f} MB sent, {seconds:.2f} s, server RSS +{grown_mb:.0f} MB")
+    assert status == 413
+    assert sent < 64 * 1024**2
+    assert grown_mb < 200
+    assert written(services) == []
