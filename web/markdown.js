@@ -19,6 +19,18 @@ const PURIFY = {
 };
 const LANGUAGE_CLASS = /^language-[\w+-]{1,30}$/;
 
+const escapeHtml = (text) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+// Raw HTML and images in untrusted Markdown are shown as the text they are: they never become
+// elements, not even in the sanitizer's inert document (where Chromium still reports the inline
+// handlers of a page under a Content-Security-Policy).
+window.marked.use({
+  renderer: {
+    html: (token) => escapeHtml(token.text),
+    image: (token) => escapeHtml(token.raw),
+  },
+});
+
 window.DOMPurify.addHook("afterSanitizeAttributes", (node) => {
   if (node.hasAttribute("class")) {
     // only marked's own `language-x` on code blocks; page classes could be spoofed otherwise
