@@ -94,7 +94,7 @@ function conversationItem(c) {
   rename.type = "button";
   rename.setAttribute("aria-label", `${t("conv.rename")}: ${c.title || t("conv.untitled")}`);
   rename.addEventListener("click", () => startRename(li, c));
-  const del = el("button", "conv-delete quiet icon", "🗑");
+  const del = el("button", "conv-delete quiet icon", "×");
   del.type = "button";
   del.setAttribute("aria-label", `${t("conv.delete")}: ${c.title || t("conv.untitled")}`);
   del.addEventListener("click", () => confirmThen(del, t("conv.confirmDelete"), () => removeConversation(c.id)));

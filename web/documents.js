@@ -13,6 +13,13 @@ const POLL_MS = 1000;
 let selected = localStorage.getItem("rag.documents.collection") || "";
 const watched = new Map(); // job id -> timer
 
+/** A job's or document's state in the page's language (as it is when there is no word for it). */
+function stateName(state) {
+  const key = `state.${state}`;
+  const word = t(key);
+  return word === key ? state : word;
+}
+
 function note(message, kind = "info") {
   const box = $("#docs-status");
   box.textContent = message;
@@ -45,7 +52,8 @@ export async function loadDocumentsView() {
     if (c.name === selected) card.setAttribute("aria-pressed", "true");
     else card.setAttribute("aria-pressed", "false");
     card.append(el("span", "collection-name", c.name));
-    const facts = [t("docs.documents", { n: c.documents }), t("docs.chunks", { n: c.chunks })];
+    const facts = [t(c.documents === 1 ? "docs.document1" : "docs.documents", { n: c.documents }),
+      t(c.chunks === 1 ? "docs.chunk1" : "docs.chunks", { n: c.chunks })];
     if (c.failed) facts.push(t("docs.failedN", { n: c.failed }));
     card.append(el("span", "collection-facts", facts.join(" · ")));
     card.addEventListener("click", () => selectCollection(c.name));
@@ -93,7 +101,7 @@ async function showCollection() {
     del.addEventListener("click", () => confirmThen(del, t("docs.confirm"), () => deleteDocument(d)));
     const action = el("td");
     action.append(del);
-    row.append(name, el("td", "", d.kind), el("td", "", d.status), el("td", "num", d.chunks), action);
+    row.append(name, el("td", "", d.kind), el("td", "", stateName(d.status)), el("td", "num", d.chunks), action);
     table.append(row);
   }
 }
@@ -116,15 +124,16 @@ function jobCard(job) {
     card = el("article", "job");
     card.dataset.job = job.id;
     $("#job-list").prepend(card);
+    $("#job-heading").hidden = false;
   }
   const total = job.files_total || 0;
   const done = job.files_done || 0;
   card.dataset.status = job.status;
-  const head = el("p", "job-head", t("docs.job", { id: job.id, status: job.status }));
+  const head = el("p", "job-head", t("docs.job", { id: job.id, status: stateName(job.status) }));
   const bar = el("progress", "job-bar");
   bar.max = Math.max(total, 1);
   bar.value = done;
-  bar.setAttribute("aria-label", t("docs.job", { id: job.id, status: job.status }));
+  bar.setAttribute("aria-label", t("docs.job", { id: job.id, status: stateName(job.status) }));
   const facts = [t("docs.progress", { done, total })];
   if (job.rate_files_per_s) facts.push(t("docs.rate", { rate: job.rate_files_per_s.toFixed(2) }));
   if (job.status === "running" && job.eta_s != null) facts.push(t("docs.eta", { eta: Math.ceil(job.eta_s) }));
@@ -169,6 +178,7 @@ function watchJob(id) {
 
 async function resumeJobs() {
   $("#job-list").replaceChildren();
+  $("#job-heading").hidden = true;
   if (!selected) return;
   try {
     const jobs = await api.jobs(selected);

@@ -118,7 +118,7 @@ function renderPassage(body, ctx) {
       lastPage = c.page;
     }
     if (!isCode && c.heading_path && c.heading_path !== lastHeading) {
-      out.append(el("p", "passage-heading", c.heading_path));
+      out.append(el("p", "passage-heading", c.heading_path)); // where in the page: a breadcrumb
       lastHeading = c.heading_path;
     }
     const part = el(isCode ? "span" : "div", `passage-chunk${c.target ? " target" : ""}`);

@@ -73,6 +73,7 @@ def test_screenshots_and_accessibility(browser, live_server, conversation, tmp_p
 
             page.goto("/#documents")
             expect(page.locator("#document-rows tr").first).to_be_visible()
+            expect(page.locator(".job").first).to_be_visible()
             page.screenshot(path=out / f"documents-{name}.png", full_page=True)
             if check:
                 problems["documents"] = axe_problems(page)

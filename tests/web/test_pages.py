@@ -161,6 +161,21 @@ def test_hostile_document_and_answer_run_nothing_and_fetch_nothing(page, live_se
     expect(page.locator("#preview-title")).to_have_text(HOSTILE_TITLE)
     page.click("#preview-close")
 
+    # the sanitizer itself, given HTML that makes a browser fetch: nothing of it survives
+    leftovers = page.evaluate("""async () => {
+      const { sanitize } = await import('/static/markdown.js');
+      const box = document.createElement('div');
+      box.append(sanitize(`<svg><image href="http://evil.example/1.png"/></svg>
+        <svg><filter><feImage href="http://evil.example/2.png"/></filter></svg>
+        <table background="http://evil.example/3.png"><tr><td background="http://evil.example/4.png">t</td></tr></table>
+        <p style="background:url(http://evil.example/5.png)">p</p><img srcset="http://evil.example/6.png 1x">
+        <video poster="http://evil.example/7.png"></video><link rel=stylesheet href="http://evil.example/8.css">
+        <a href="javascript:alert(8)">j</a><a href="data:text/html,x">d</a><form action="http://evil.example/"></form>
+        <math><mi xlink:href="http://evil.example/9">m</mi></math><object data="http://evil.example/10"></object>`));
+      return [...box.querySelectorAll('*')].map((n) => n.outerHTML).filter((h) => /evil|javascript|data:|style/.test(h));
+    }""")
+    assert leftovers == []
+
     page.reload()  # the stored conversation is drawn again from the server
     expect(page.locator(".turn").last.locator(".source-title").first).to_have_text(HOSTILE_TITLE)
     page.wait_for_timeout(300)
