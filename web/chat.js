@@ -200,7 +200,7 @@ export async function openConversation(id) {
     renderSources(view.block, turn.sources || [], view.id);
     finishAnswer(view, turn.answer);
   }
-  els.chat.lastElementChild?.scrollIntoView({ block: "end" });
+  els.chat.lastElementChild?.scrollIntoView({ block: "start" }); // the last question, then its answer
 }
 
 // ---------------------------------------------------------------- one turn

@@ -134,7 +134,8 @@ function renderPassage(body, ctx) {
     out.append(part);
   }
   body.replaceChildren(out);
-  out.querySelector(".target")?.scrollIntoView({ block: "center" });
+  const first = out.querySelector(".target");
+  if (first) body.scrollTop = Math.max(0, first.offsetTop - body.offsetTop - body.clientHeight / 3); // only the preview scrolls
 }
 
 export async function openPreview(src) {
