@@ -68,16 +68,19 @@ function chooseCollection(names) {
 // ---------------------------------------------------------------- the sidebar
 
 let searchTimer = 0;
+let listing = 0; // only the latest listing is drawn (an older one may answer last)
 
 export async function loadConversations() {
   const q = els.convSearch.value.trim();
+  const mine = ++listing;
   let list;
   try {
     list = (await api.conversations(q)).conversations;
   } catch (err) {
-    els.convList.replaceChildren(el("li", "muted", err.message));
+    if (mine === listing) els.convList.replaceChildren(el("li", "muted", err.message));
     return;
   }
+  if (mine !== listing) return;
   els.convList.replaceChildren();
   if (!list.length) els.convList.append(el("li", "muted conv-empty", t(q ? "conv.noMatch" : "conv.none")));
   for (const c of list) els.convList.append(conversationItem(c));

@@ -39,7 +39,7 @@ def ask(page, question: str) -> None:
 def test_ask_streams_an_answer_with_cited_sources(page, live_server):
     open_page(page)
     options = page.locator("#collection option").evaluate_all("os => os.map(o => o.value)")
-    assert options == ["archive", "docs"]
+    assert {"archive", "docs"} <= set(options) and options == sorted(options)
     page.select_option("#collection", "docs")
     page.evaluate(WATCH_ANSWER)
 
@@ -57,6 +57,9 @@ def test_ask_streams_an_answer_with_cited_sources(page, live_server):
     assert len(set(lengths)) >= 2, f"the answer did not grow while streaming: {lengths}"
     expect(page.locator(".turn-error")).to_have_count(0)
     expect(page.locator("#status")).to_be_hidden()
+    copy = page.locator(".turn").last.locator(".copy-answer")
+    copy.click()
+    expect(copy).to_have_text("Copied")
 
     cards = page.locator(".source-card")
     assert cards.count() >= 1
@@ -129,6 +132,7 @@ def test_conversations_sidebar_new_search_rename_delete(page, live_server):
     page.fill(".conv-rename-form input", "Fair planning")
     page.press(".conv-rename-form input", "Enter")
     page.fill("#conv-search", "planning")
+    expect(page.locator(".conv-item")).to_have_count(1)
     expect(page.locator(".conv-item")).to_have_text(re.compile("Fair planning"))
     assert httpx.get(f"{live_server}/api/conversations/{conv_id}").json()["title"] == "Fair planning"
     delete = page.locator(".conv-item .conv-delete")
@@ -136,6 +140,26 @@ def test_conversations_sidebar_new_search_rename_delete(page, live_server):
     delete.click()
     expect(page.locator(".conv-item")).to_have_count(0)
     assert httpx.get(f"{live_server}/api/conversations/{conv_id}").status_code == 404
+
+
+def test_code_in_answers_is_highlighted_with_a_copy_button(page):
+    open_page(page)
+    out = page.evaluate("""async () => {
+      const { renderMarkdown, decorateCode } = await import('/static/markdown.js');
+      const box = document.createElement('div');
+      renderMarkdown(box, "Run this [1]:\\n\\n```python\\nhours = 4  # bulk\\n```\\n", 9);
+      const copied = [];
+      decorateCode(box, (text) => copied.push(text));
+      box.querySelector('.copy-code').click();
+      return {
+        highlighted: box.querySelectorAll('code.hljs .hljs-comment, code.hljs .hljs-number').length,
+        citation: box.querySelector('a.citation')?.getAttribute('href'),
+        copied,
+      };
+    }""")
+    assert out["highlighted"] >= 2
+    assert out["citation"] == "#src-9-1"
+    assert out["copied"] == ["hours = 4  # bulk\n"]
 
 
 def test_empty_and_oversized_questions_are_reported(page):
