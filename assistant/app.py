@@ -36,6 +36,7 @@ from assistant.routes.jobs import JobController
 from assistant.routes.mcp import mcp_mount
 from assistant.routes.metrics import MetricsController, prometheus_config, provide_telemetry
 from assistant.routes.openai_api import openai_router
+from assistant.routes.reading import chunk_in_context, create_collection, document_file
 from assistant.routes.search import search
 from assistant.routes.summaries import summarize
 from assistant.services import Services
@@ -108,6 +109,9 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
             health,
             status,
             CollectionController,
+            chunk_in_context,
+            document_file,
+            create_collection,
             add_source,
             upload_documents,
             delete_document,

@@ -67,6 +67,16 @@ class LlamaCppSettings(BaseModel):
     )
     max_queue: int = Field(8, ge=0, description="requests waiting for the single in-process slot before 429")
     seed: int = Field(0, description="sampling seed")
+    repeat_penalty: float = Field(
+        1.15, ge=1.0, le=2.0, description="penalty on tokens used in the last 64 (1 = none); small models loop without it"
+    )
+    max_line_repeats: int = Field(
+        2, ge=0, description="an answer ends before a line it has already written this many times (0 = never)"
+    )
+    max_tokens: int | None = Field(
+        None, ge=1, description="most tokens an answer of this backend may have; empty = 256 with the packaged model, "
+        "else [generation].max_tokens"
+    )
 
 
 class OpenAISettings(BaseModel):

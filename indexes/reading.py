@@ -78,6 +78,11 @@ def document_of_chunk(store: Store, chunk_id: int) -> tuple[DocumentRef, int] | 
     return (doc, int(rows[0][1])) if doc else None
 
 
+def document_by_id(store: Store, document_id: int) -> DocumentRef | None:
+    """A document by its id; None when there is none."""
+    return _document(store, "d.id = ?", (int(document_id),))
+
+
 def document_at(store: Store, collection: str, path: str) -> DocumentRef | None:
     """The document of a collection at a path (relative to the root it was ingested from)."""
     return _document(store, "k.name = ? AND d.path = ?", (collection, path))

@@ -32,12 +32,13 @@ if [[ ! -f "$stamp" ]]; then
     touch "$stamp"
 fi
 
-if [[ "$extras" == *test* ]] && [[ ! -x /usr/bin/chromium ]]; then
+# Chromium for the browser tests, and a Chinese font so that their screenshots of the Chinese page are legible.
+if [[ "$extras" == *test* ]] && { [[ ! -x /usr/bin/chromium ]] || ! fc-list :lang=zh 2>/dev/null | grep -q .; }; then
     if [[ $(id -u) == 0 ]]; then
-        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-microhei >/dev/null) \
             || echo "setup: could not install chromium; the browser tests will be skipped" >&2
     else
-        echo "setup: /usr/bin/chromium is missing (apt-get install chromium); the browser tests will be skipped" >&2
+        echo "setup: /usr/bin/chromium or a Chinese font is missing (apt-get install chromium fonts-wqy-microhei)" >&2
     fi
 fi
 echo "setup: .venv is ready ($(.venv/bin/python --version))"

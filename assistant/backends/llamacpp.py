@@ -25,6 +25,7 @@ from assistant.backends.base import (
     Message,
     completion_text,
 )
+from assistant.backends.repetition import LineRepeatGuard
 from assistant.backends.slot import Slot, Ticket
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _END = object()
+PACKAGED_MAX_TOKENS = 256  # the packaged 270M model says what it knows well within this
 
 
 def packaged_model_path(cache_dir: Path | None = None) -> Path:
@@ -73,9 +75,15 @@ def named_formatter(name: str) -> Any:
 class LlamaCppBackend:
     name = "llamacpp"
 
-    def __init__(self, llm: Any, *, model: str, chat_format: str | None = None, max_queue: int = 8, seed: int = 0) -> None:
+    def __init__(
+        self, llm: Any, *, model: str, chat_format: str | None = None, max_queue: int = 8, seed: int = 0,
+        repeat_penalty: float = 1.0, max_line_repeats: int = 0, max_tokens: int | None = None,
+    ) -> None:
         self.llm = llm
         self.model = model
+        self.repeat_penalty = repeat_penalty
+        self.max_line_repeats = max_line_repeats  # 0 = no line guard
+        self.max_tokens = max_tokens  # a cap below each request's own, or None
         self.context_window: int = llm.n_ctx()
         self.seed = seed
         self._slot = Slot(max_queue)
@@ -206,12 +214,14 @@ class _Generation:
         criteria = StoppingCriteriaList([lambda ids, logits: self.stop_event.is_set()])
         if self._criteria is not None:
             criteria.extend(self._criteria)
+        guard = LineRepeatGuard(self.backend.max_line_repeats)
         try:
             pieces = self.backend.llm.create_completion(
                 self._tokens,
-                max_tokens=p.max_tokens,
+                max_tokens=min(p.max_tokens, self.backend.max_tokens or p.max_tokens),
                 temperature=p.temperature,
                 stop=self._stop or None,
+                repeat_penalty=self.backend.repeat_penalty,
                 stopping_criteria=criteria,
                 seed=self.backend.seed,
                 stream=True,
@@ -222,8 +232,13 @@ class _Generation:
                 choice = chunk["choices"][0]
                 if choice["finish_reason"] is None:
                     self.completion_tokens += 1  # one streamed chunk per generated token
-                if choice["text"]:
-                    self._put(loop, choice["text"])
+                if choice["text"] and (shown := guard.feed(choice["text"])):
+                    self._put(loop, shown)
+                if guard.stopped:  # the answer began to loop on a line: end it there
+                    pieces.close()
+                    break
+            if rest := guard.finish():
+                self._put(loop, rest)
         except Exception as exc:  # reported to the reader as a BackendError
             log.exception("llama.cpp generation failed")
             self._put(loop, exc)
@@ -287,4 +302,8 @@ def create_llamacpp(settings: "Settings") -> LlamaCppBackend:
     except Exception as exc:
         raise BackendError(f"could not load the llama.cpp model {path}: {exc}") from exc
     name = path.name.removesuffix(".gguf")
-    return LlamaCppBackend(llm, model=name, chat_format=cfg.chat_format, max_queue=cfg.max_queue, seed=cfg.seed)
+    return LlamaCppBackend(
+        llm, model=name, chat_format=cfg.chat_format, max_queue=cfg.max_queue, seed=cfg.seed,
+        repeat_penalty=cfg.repeat_penalty, max_line_repeats=cfg.max_line_repeats,
+        max_tokens=cfg.max_tokens or (None if cfg.model_path else PACKAGED_MAX_TOKENS),
+    )

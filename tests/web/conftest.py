@@ -1,17 +1,20 @@
 """Fixtures for the web page tests: the real server in a subprocess, and headless Chromium.
 
 The server is started exactly as a user would: `assistant ingest` a few Markdown files, then
-`assistant serve` with the echo backend, on a free port of 127.0.0.1.
+`assistant serve` (and `assistant worker`) on a free port of 127.0.0.1.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import httpx
 import pytest
@@ -77,59 +80,92 @@ def assistant_command() -> list[str]:
     return [found]
 
 
+def ingest(cmd: list[str], folder: Path, collection: str, data: Path, env: dict) -> None:
+    out = subprocess.run(
+        [*cmd, "ingest", str(folder), "--collection", collection, "--data-dir", str(data)],
+        env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert out.returncode == 0, f"ingest failed:\n{out.stdout}\n{out.stderr}"
+
+
+def write_folder(folder: Path, files: dict[str, str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@contextmanager
+def running_server(root: Path, data: Path, env: dict, *, worker: bool = False) -> Iterator[str]:
+    """`assistant serve` on a free 127.0.0.1 port (and `assistant worker` beside it); its base URL."""
+    cmd = assistant_command()
+    port = free_port()
+    log_path = root / "server.log"
+    procs: list[subprocess.Popen] = []
+    with log_path.open("w") as log:
+        procs.append(subprocess.Popen([*cmd, "serve", "--data-dir", str(data), "--port", str(port)],
+                                      env=env, stdout=log, stderr=subprocess.STDOUT))
+        if worker:
+            procs.append(subprocess.Popen([*cmd, "worker", "--data-dir", str(data), "--exit-with-parent"],
+                                          env=env, stdout=log, stderr=subprocess.STDOUT))
+        base = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 180
+            while True:
+                if procs[0].poll() is not None:
+                    pytest.fail(f"the server exited with {procs[0].returncode}:\n{log_path.read_text()}")
+                try:
+                    if httpx.get(f"{base}/health", timeout=2).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    pytest.fail(f"the server did not become healthy:\n{log_path.read_text()}")
+                time.sleep(0.3)
+            yield base
+        finally:
+            for proc in reversed(procs):
+                stop(proc)
+
+
+def base_env(**extra: str) -> dict:
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **extra}
+
+
 @pytest.fixture(scope="session")
-def live_server(tmp_path_factory) -> str:
-    """Base URL of a real server over two collections: `docs` (three Markdown files) and `archive`."""
+def live_server(tmp_path_factory) -> Iterator[str]:
+    """Base URL of a real server (echo backend) over two collections, `docs` (three Markdown files) and
+    `archive`, with an ingestion worker beside it; server-side folders under the test session's
+    temporary folder may be added."""
     root = tmp_path_factory.mktemp("web")
     data = root / "data"
-    env = {
-        **os.environ,
-        "ASSISTANT_BACKEND": "echo",
-        "ASSISTANT_ECHO_DELAY_S": "0.05",  # words arrive one by one, as from a model
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-    }
+    env = base_env(
+        ASSISTANT_BACKEND="echo",
+        ASSISTANT_ECHO_DELAY_S="0.05",  # words arrive one by one, as from a model
+        ASSISTANT_INGEST_ALLOWED_ROOTS=json.dumps([str(tmp_path_factory.getbasetemp())]),
+    )
     cmd = assistant_command()
     for collection, files in (("docs", DOCS), ("archive", ARCHIVE)):
-        folder = root / collection
-        folder.mkdir()
-        for name, text in files.items():
-            (folder / name).write_text(text, encoding="utf-8")
-        ingest = subprocess.run(
-            [*cmd, "ingest", str(folder), "--collection", collection, "--data-dir", str(data)],
-            env=env, capture_output=True, text=True, timeout=600,
-        )
-        assert ingest.returncode == 0, f"ingest failed:\n{ingest.stdout}\n{ingest.stderr}"
-
-    port = free_port()
-    log = (root / "server.log").open("w")
-    proc = subprocess.Popen(
-        [*cmd, "serve", "--data-dir", str(data), "--port", str(port)],
-        env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"the server exited with {proc.returncode}:\n{(root / 'server.log').read_text()}")
-            try:
-                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"the server did not become healthy:\n{(root / 'server.log').read_text()}")
-            time.sleep(0.3)
+        ingest(cmd, write_folder(root / collection, files), collection, data, env)
+    with running_server(root, data, env, worker=True) as base:
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+
+
+def artifacts_dir(tmp_path_factory) -> Path:
+    """Where screenshots go: $ASSISTANT_ARTIFACTS when set, else a folder of the test session."""
+    folder = Path(os.environ["ASSISTANT_ARTIFACTS"]) if os.environ.get("ASSISTANT_ARTIFACTS") else (
+        tmp_path_factory.getbasetemp() / "artifacts")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 @pytest.fixture(scope="session")
@@ -144,14 +180,33 @@ def browser():
         b.close()
 
 
-@pytest.fixture
-def page(browser, live_server):
-    """A fresh browser context (empty localStorage) on the served page; fails on page errors."""
-    context = browser.new_context(viewport={"width": 1200, "height": 900}, base_url=live_server)
+# What the sec side sends with the page; the page must work under it.
+CSP = "default-src 'self'"
+
+
+def expected_failure(text: str) -> bool:
+    """Chromium logs every 4xx answer as a console error; tests provoke some on purpose."""
+    return text.startswith("Failed to load resource: the server responded with a status of 4")
+
+
+def strict_page(browser, base_url: str, **context_args):
+    """A fresh context on base_url whose page is served under CSP; (page, errors, context)."""
+    context = browser.new_context(base_url=base_url, **{"viewport": {"width": 1200, "height": 900}, **context_args})
+    context.route(f"{base_url}/", lambda route: route.fulfill(
+        response=(resp := route.fetch()), headers={**resp.headers, "content-security-policy": CSP}))
     pg = context.new_page()
     errors: list[str] = []
     pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" and not expected_failure(msg.text) else None)
     pg.set_default_timeout(15_000)
+    return pg, errors, context
+
+
+@pytest.fixture
+def page(browser, live_server):
+    """A fresh browser context (empty localStorage) on the served page, under a strict
+    Content-Security-Policy; fails on page errors and console errors (a CSP violation is one)."""
+    pg, errors, context = strict_page(browser, live_server)
     yield pg
     context.close()
-    assert not errors, f"JavaScript errors on the page: {errors}"
+    assert not errors, f"errors on the page: {errors}"

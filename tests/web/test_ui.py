@@ -39,15 +39,16 @@ def ask(page, question: str) -> None:
 def test_ask_streams_an_answer_with_cited_sources(page, live_server):
     open_page(page)
     options = page.locator("#collection option").evaluate_all("os => os.map(o => o.value)")
-    assert options == ["archive", "docs"]
+    assert {"archive", "docs"} <= set(options) and options == sorted(options)
     page.select_option("#collection", "docs")
     page.evaluate(WATCH_ANSWER)
 
     with page.expect_request("**/api/ask") as first:
         ask(page, "How long does sourdough dough ferment?")
-    assert first.value.post_data_json == {
-        "question": "How long does sourdough dough ferment?", "collection": "docs", "history": [],
-    }
+    sent = first.value.post_data_json
+    assert sent["question"] == "How long does sourdough dough ferment?" and sent["collection"] == "docs"
+    conversation_id = sent["conversation_id"]
+    assert isinstance(conversation_id, int), "the first question starts a saved conversation"
 
     answer = page.locator(".answer").last
     text = answer.inner_text()
@@ -56,6 +57,9 @@ def test_ask_streams_an_answer_with_cited_sources(page, live_server):
     assert len(set(lengths)) >= 2, f"the answer did not grow while streaming: {lengths}"
     expect(page.locator(".turn-error")).to_have_count(0)
     expect(page.locator("#status")).to_be_hidden()
+    copy = page.locator(".turn").last.locator(".copy-answer")
+    copy.click()
+    expect(copy).to_have_text("Copied")
 
     cards = page.locator(".source-card")
     assert cards.count() >= 1
@@ -63,7 +67,7 @@ def test_ask_streams_an_answer_with_cited_sources(page, live_server):
     assert len(ns) == len(set(ns)), "each source number has one card"
     assert "sourdough.md" in cards.first.inner_text()
 
-    # a citation in the answer links to a card of the same number and highlights it
+    # a citation in the answer links to a card of the same number, highlights it and opens its passage
     citation = answer.locator(".citation:not(.unknown)").first
     expect(citation).to_be_visible()
     n = citation.get_attribute("data-n")
@@ -71,29 +75,91 @@ def test_ask_streams_an_answer_with_cited_sources(page, live_server):
     assert citation.get_attribute("href") == f"#{card.get_attribute('id')}"
     citation.click()
     expect(card).to_have_class(re.compile(r"\bhighlight\b"))
-
-    # opening a card shows the whole chunk, exactly as the API returns it
-    cards.first.click()
-    viewer = page.locator("#chunk-viewer")
+    viewer = page.locator("#preview")
     expect(viewer).to_be_visible()
-    chunk = httpx.get(live_server + cards.first.get_attribute("data-url")).json()
-    expect(page.locator("#chunk-text")).to_have_text(chunk["text"])
-    assert page.locator("#chunk-text").text_content() == chunk["text"]
-    assert "ferments for four to six hours" in chunk["text"]
-    page.click("#chunk-close")
+    chunk = httpx.get(live_server + card.get_attribute("data-url")).json()
+    target = page.locator("#preview .passage-chunk.target")
+    expect(target).to_have_text(chunk["text"])
+    assert target.text_content() == chunk["text"], "the passage is shown exactly as stored"
+    page.click("#preview-close")
     expect(viewer).to_be_hidden()
 
-    # a follow-up carries the conversation so far
+    # a follow-up continues the saved conversation
     with page.expect_request("**/api/ask") as second:
         ask(page, "And how often is the starter fed?")
-    history = second.value.post_data_json["history"]
-    assert history[0] == {"role": "user", "content": "How long does sourdough dough ferment?"}
-    assert history[1]["role"] == "assistant" and history[1]["content"].strip()
+    assert second.value.post_data_json["conversation_id"] == conversation_id
+    assert "history" not in second.value.post_data_json
     expect(page.locator(".turn")).to_have_count(2)
+    saved = httpx.get(f"{live_server}/api/conversations/{conversation_id}").json()
+    assert [t["question"] for t in saved["turns"]] == ["How long does sourdough dough ferment?",
+                                                        "And how often is the starter fed?"]
 
-    # the chosen collection is remembered
+    # reload: the conversation is in the sidebar and on the page, with its turns and sources
     page.reload()
     expect(page.locator("#collection")).to_have_value("docs")
+    item = page.locator(f".conv-item[data-id='{conversation_id}']")
+    expect(item).to_have_attribute("aria-current", "true")
+    expect(item).to_contain_text("How long does sourdough dough ferment?")
+    expect(page.locator(".turn")).to_have_count(2)
+    expect(page.locator(".turn").first.locator(".source-card").first).to_contain_text("sourdough.md")
+    with page.expect_request("**/api/ask") as third:
+        ask(page, "What about the bulk fermentation?")
+    assert third.value.post_data_json["conversation_id"] == conversation_id
+    expect(page.locator(".turn")).to_have_count(3)
+
+
+def test_conversations_sidebar_new_search_rename_delete(page, live_server):
+    open_page(page)
+    page.select_option("#collection", "archive")
+    ask(page, "When is the spring fair?")
+    first = page.locator(".conv-item").first
+    expect(first).to_contain_text("When is the spring fair?")
+    page.click("#new-chat")
+    expect(page.locator(".turn")).to_have_count(0)
+    ask(page, "Which Saturday in May?")
+    expect(page.locator(".conv-item").first).to_contain_text("Which Saturday in May?")
+    expect(page.locator(".conv-item").nth(1)).to_contain_text("When is the spring fair?")
+
+    # search by title
+    page.fill("#conv-search", "spring fair")
+    expect(page.locator(".conv-item")).to_have_count(1)
+    expect(page.locator(".conv-item")).to_contain_text("spring fair")
+
+    # rename, then delete (the delete button asks once more in place)
+    item = page.locator(".conv-item").first
+    conv_id = item.get_attribute("data-id")
+    item.locator(".conv-rename").click()
+    page.fill(".conv-rename-form input", "Fair planning")
+    page.press(".conv-rename-form input", "Enter")
+    page.fill("#conv-search", "planning")
+    expect(page.locator(".conv-item")).to_have_count(1)
+    expect(page.locator(".conv-item")).to_have_text(re.compile("Fair planning"))
+    assert httpx.get(f"{live_server}/api/conversations/{conv_id}").json()["title"] == "Fair planning"
+    delete = page.locator(".conv-item .conv-delete")
+    delete.click()
+    delete.click()
+    expect(page.locator(".conv-item")).to_have_count(0)
+    assert httpx.get(f"{live_server}/api/conversations/{conv_id}").status_code == 404
+
+
+def test_code_in_answers_is_highlighted_with_a_copy_button(page):
+    open_page(page)
+    out = page.evaluate("""async () => {
+      const { renderMarkdown, decorateCode } = await import('/static/markdown.js');
+      const box = document.createElement('div');
+      renderMarkdown(box, "Run this [1]:\\n\\n```python\\nhours = 4  # bulk\\n```\\n", 9);
+      const copied = [];
+      decorateCode(box, (text) => copied.push(text));
+      box.querySelector('.copy-code').click();
+      return {
+        highlighted: box.querySelectorAll('code.hljs .hljs-comment, code.hljs .hljs-number').length,
+        citation: box.querySelector('a.citation')?.getAttribute('href'),
+        copied,
+      };
+    }""")
+    assert out["highlighted"] >= 2
+    assert out["citation"] == "#src-9-1"
+    assert out["copied"] == ["hours = 4  # bulk\n"]
 
 
 def test_empty_and_oversized_questions_are_reported(page):

@@ -1,0 +1,132 @@
+"""What a source card opens: the passage in context, and the original file it came from.
+
+- GET  /api/chunks/{id}/context    the chunk among its neighbours, in reading order (lines, page,
+                                   heading, symbol of each), with the document it belongs to
+- GET  /api/documents/{id}/file    the original file, from where it was ingested
+- POST /api/collections            create an empty collection (to upload into)
+
+The file route only serves a stored document's own file: its recorded root joined with its recorded
+relative path, resolved, and still inside that root. Only types a browser shows without running
+anything are served inline; all else is a download.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from anyio import to_thread
+from litestar import get, post
+from litestar.exceptions import HTTPException, NotFoundException
+from litestar.params import Parameter
+from litestar.response import File
+from pydantic import BaseModel, Field
+
+from indexes.reading import DocumentRef, document_by_id, document_of_chunk, passage
+
+from assistant.routes.ingestion import check_name
+from assistant.services import Services
+
+# File kinds a browser may show inline, and the type they are shown as. Text of any kind (HTML and
+# SVG included) is shown as plain text, never rendered.
+INLINE_TYPES = {
+    "pdf": "application/pdf",
+    "png": "image/png",
+    "jpg": "image/jpeg",
+    "jpeg": "image/jpeg",
+    "gif": "image/gif",
+    "webp": "image/webp",
+}
+TEXT_KINDS = frozenset({
+    "txt", "md", "markdown", "rst", "py", "js", "ts", "tsx", "jsx", "go", "rs", "java", "c", "h", "cpp", "hpp",
+    "cs", "rb", "php", "sh", "toml", "yaml", "yml", "json", "ini", "cfg", "csv", "sql", "html", "htm", "xml",
+    "css", "svg", "tex", "org", "log",
+})
+# The file's own scripts, forms and plugins stay off even when a browser is told to render it.
+FILE_HEADERS = {"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox; default-src 'none'"}
+
+
+def file_url(document_id: int) -> str:
+    return f"/api/documents/{document_id}/file"
+
+
+def deleted(doc: DocumentRef) -> bool:
+    """Whether the document's collection was deleted (renamed '~deleted-<id>' until purged)."""
+    return doc.collection.startswith("~")
+
+
+def document_summary(doc: DocumentRef) -> dict:
+    return {
+        "document_id": doc.document_id, "collection": doc.collection, "path": doc.path, "title": doc.title,
+        "kind": doc.kind, "chunks": doc.chunks, "file_url": file_url(doc.document_id),
+    }
+
+
+def chunk_context(services: Services, chunk_id: int, neighbours: int) -> dict:
+    found = document_of_chunk(services.store, chunk_id)
+    if found is None or deleted(found[0]):
+        raise NotFoundException(f"no chunk {chunk_id}")
+    doc, ordinal = found
+    p = passage(services.store, doc, [ordinal], neighbours)
+    return {
+        "document": document_summary(doc),
+        "chunks": [c.to_dict() | {"target": c.chunk_id in p.targets} for c in p.chunks],
+        "target": chunk_id,
+    }
+
+
+def original_file(services: Services, document_id: int) -> tuple[Path, DocumentRef]:
+    """The document's file on disk, when it still lies inside the root it was ingested from."""
+    doc = document_by_id(services.store, document_id)
+    if doc is None or deleted(doc):
+        raise NotFoundException(f"no document {document_id}")
+    if not doc.root:
+        raise NotFoundException(f"document {document_id} has no original file on this server")
+    root = Path(doc.root).resolve()
+    path = (root / doc.path).resolve()
+    if not path.is_relative_to(root) or not path.is_file():
+        raise NotFoundException(f"the original file of document {document_id} is no longer at {doc.path}")
+    return path, doc
+
+
+def content_type(kind: str, name: str) -> tuple[str, str]:
+    """(media type, disposition) for a file of this kind."""
+    kind = (kind or Path(name).suffix.lstrip(".")).lower()
+    if kind in INLINE_TYPES:
+        return INLINE_TYPES[kind], "inline"
+    if kind in TEXT_KINDS:
+        return "text/plain; charset=utf-8", "inline"
+    return "application/octet-stream", "attachment"
+
+
+@get("/api/chunks/{chunk_id:int}/context", tags=["collections"])
+async def chunk_in_context(
+    services: Services, chunk_id: int,
+    neighbours: Annotated[int, Parameter(ge=0, le=10, description="chunks shown before and after")] = 2,
+) -> dict:
+    """The chunk with its neighbouring chunks of the same document, in reading order."""
+    return await to_thread.run_sync(chunk_context, services, chunk_id, neighbours)
+
+
+@get("/api/documents/{document_id:int}/file", tags=["collections"])
+async def document_file(services: Services, document_id: int) -> File:
+    """The original file of a document (a download unless it is a type shown safely inline)."""
+    path, doc = await to_thread.run_sync(original_file, services, document_id)
+    media_type, disposition = content_type(doc.kind, path.name)
+    return File(path=path, filename=path.name, media_type=media_type, content_disposition_type=disposition,
+                headers=FILE_HEADERS)
+
+
+class NewCollection(BaseModel):
+    name: str = Field(description="1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+
+
+@post("/api/collections", status_code=201, tags=["collections"])
+async def create_collection(services: Services, data: NewCollection) -> dict:
+    """Create an empty collection with the configured embedder (409 when it exists)."""
+    check_name(data.name)
+    if services.store.get_collection(data.name) is not None:
+        raise HTTPException(status_code=409, detail=f"collection {data.name!r} already exists")
+    emb = services.embedder
+    coll = await to_thread.run_sync(services.store.ensure_collection, data.name, emb.name, emb.dim)
+    return {"name": coll.name, "documents": 0, "chunks": 0, "failed": 0, "embedder": coll.embedder}

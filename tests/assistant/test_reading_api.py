@@ -1,0 +1,105 @@
+"""What a source card opens: the passage among its neighbours, the original file (safely), and
+creating an empty collection to upload into."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+
+from assistant.routes.reading import content_type
+
+SECTIONS = "\n\n".join(f"## Part {i}\n\n" + f"Paragraph {i} talks about topic number {i}. " * 40 for i in range(6))
+
+
+@pytest.fixture
+def folder(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "guide.md").write_text("# Guide\n\n" + SECTIONS + "\n")
+    (root / "page.html").write_text("<html><body><h1>Title</h1><script>alert(1)</script><p>Body text here.</p></body></html>")
+    (root / "tool.py").write_text("\n".join(f"def f{i}():\n    return {i}\n" for i in range(3)))
+    (tmp_path / "secret.txt").write_text("not for the browser")
+    return root
+
+
+@pytest.fixture
+def services(settings_factory, make_services, folder, embedder):
+    from ingest.pipeline import ingest_paths
+
+    return make_services(settings_factory(), lambda store: ingest_paths(store, embedder, [str(folder)], "project"))
+
+
+async def docs_by_path(client) -> dict:
+    listed = (await client.get("/api/collections/project/documents")).json()["documents"]
+    return {d["path"]: d for d in listed}
+
+
+async def test_a_chunk_comes_with_its_neighbours_in_reading_order(client, services):
+    docs = await docs_by_path(client)
+    guide = docs["guide.md"]
+    assert guide["chunks"] >= 4
+    ids = [r[0] for r in services.store.engine.connect().execute(
+        text("SELECT id FROM chunk WHERE document_id = :d ORDER BY ordinal"), {"d": guide["id"]})]
+    middle = ids[2]
+    r = await client.get(f"/api/chunks/{middle}/context", params={"neighbours": 1})
+    assert r.status_code == 200
+    body = r.json()
+    assert [c["chunk_id"] for c in body["chunks"]] == ids[1:4]
+    assert [c["target"] for c in body["chunks"]] == [False, True, False]
+    assert body["target"] == middle
+    assert body["document"]["path"] == "guide.md" and body["document"]["file_url"] == f"/api/documents/{guide['id']}/file"
+    assert all(c["heading_path"] for c in body["chunks"])
+    first = (await client.get(f"/api/chunks/{ids[0]}/context")).json()
+    assert [c["chunk_id"] for c in first["chunks"]] == ids[:3]  # two after, none before the first
+
+    assert (await client.get("/api/chunks/999999/context")).status_code == 404
+    assert (await client.get(f"/api/chunks/{middle}/context", params={"neighbours": 99})).status_code == 400
+
+
+async def test_code_chunks_carry_the_file_line_numbers(client, services):
+    tool = (await docs_by_path(client))["tool.py"]
+    row = services.store.engine.connect().execute(
+        text("SELECT id FROM chunk WHERE document_id = :d ORDER BY ordinal LIMIT 1"), {"d": tool["id"]}).first()
+    body = (await client.get(f"/api/chunks/{row[0]}/context")).json()
+    lines = (await client.get(body["document"]["file_url"])).text.splitlines()
+    for c in body["chunks"]:
+        assert c["text"].strip() == "\n".join(lines[c["line_start"] - 1:c["line_end"]]).strip()
+
+
+async def test_original_files_are_served_as_safe_types(client, services, folder):
+    docs = await docs_by_path(client)
+    r = await client.get(f"/api/documents/{docs['guide.md']['id']}/file")
+    assert r.status_code == 200 and r.text == (folder / "guide.md").read_text()
+    assert r.headers["content-type"].startswith("text/plain")
+    assert r.headers["content-disposition"].startswith("inline")
+    assert r.headers["x-content-type-options"] == "nosniff"
+    assert "sandbox" in r.headers["content-security-policy"]
+    page = await client.get(f"/api/documents/{docs['page.html']['id']}/file")
+    assert page.headers["content-type"].startswith("text/plain"), "HTML is shown as text, never rendered"
+    assert "<script>" in page.text
+
+    assert content_type("pdf", "a.pdf") == ("application/pdf", "inline")
+    assert content_type("docx", "a.docx") == ("application/octet-stream", "attachment")
+    assert content_type("", "run.exe") == ("application/octet-stream", "attachment")
+    assert content_type("svg", "x.svg")[0].startswith("text/plain")
+
+
+async def test_a_document_path_cannot_reach_outside_its_root(client, services):
+    docs = await docs_by_path(client)
+    doc_id = docs["tool.py"]["id"]
+    with services.store.engine.begin() as conn:  # as if the row said something else
+        conn.execute(text("UPDATE document SET path = '../secret.txt' WHERE id = :d"), {"d": doc_id})
+    r = await client.get(f"/api/documents/{doc_id}/file")
+    assert r.status_code == 404 and "no longer" in r.json()["detail"]
+    assert (await client.get("/api/documents/424242/file")).status_code == 404
+
+
+async def test_create_an_empty_collection(client, services):
+    r = await client.post("/api/collections", json={"name": "team-notes"})
+    assert r.status_code == 201 and r.json()["documents"] == 0
+    names = [c["name"] for c in (await client.get("/api/collections")).json()]
+    assert "team-notes" in names
+    assert (await client.post("/api/collections", json={"name": "team-notes"})).status_code == 409
+    bad = await client.post("/api/collections", json={"name": "../x"})
+    assert bad.status_code == 400 and "invalid collection name" in bad.json()["detail"]
+    assert (await client.post("/api/collections", json={})).status_code == 400

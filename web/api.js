@@ -1,0 +1,97 @@
+// Every request the page makes goes through here, so headers the server asks of browsers
+// (a CSRF header, a stored API key) are added in one place.
+
+import { t } from "./i18n.js";
+
+const KEY_STORAGE = "rag.apiKey";
+
+/** Headers sent with every API request. */
+function commonHeaders() {
+  const headers = { "X-Requested-With": "fetch" };
+  const key = localStorage.getItem(KEY_STORAGE);
+  if (key) headers.Authorization = `Bearer ${key}`;
+  return headers;
+}
+
+/** An HTTP failure turned into one readable sentence (`message`), with its status. */
+export class ApiError extends Error {
+  constructor(message, status) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/** Turn an error response (JSON {status_code, detail, extra?}) into one readable sentence. */
+async function describe(resp) {
+  let detail = resp.statusText || "";
+  try {
+    const body = await resp.json();
+    if (body && body.detail) detail = String(body.detail);
+    if (body && Array.isArray(body.extra) && body.extra.length) {
+      const parts = body.extra.map((e) => (e && (e.message || e.msg)) || "").filter(Boolean);
+      if (parts.length) detail += `: ${parts.join("; ")}`;
+    }
+  } catch { /* not JSON: keep the status text */ }
+  if (resp.status === 429) {
+    const wait = resp.headers.get("Retry-After");
+    return wait ? t("error.busyWait", { detail, wait }) : t("error.busy", { detail });
+  }
+  if (resp.status === 401 || resp.status === 403) return t("error.denied", { status: resp.status, detail });
+  if (resp.status === 404) return t("error.notFound", { detail });
+  return t("error.http", { status: resp.status, detail });
+}
+
+/** fetch() with the common headers; a non-2xx answer throws an ApiError, a network failure a readable Error. */
+export async function request(path, { method = "GET", json, body, headers = {}, signal } = {}) {
+  const init = { method, headers: { ...commonHeaders(), ...headers }, signal };
+  if (json !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(json);
+  } else if (body !== undefined) {
+    init.body = body;
+  }
+  let resp;
+  try {
+    resp = await fetch(path, init);
+  } catch (err) {
+    if (err.name === "AbortError") throw err;
+    throw new ApiError(t("error.unreachable"), 0);
+  }
+  if (!resp.ok) throw new ApiError(await describe(resp), resp.status);
+  return resp;
+}
+
+export const getJSON = async (path, opts) => (await request(path, opts)).json();
+export const sendJSON = async (method, path, json) => (await request(path, { method, json })).json();
+
+export const api = {
+  collections: () => getJSON("/api/collections"),
+  createCollection: (name) => sendJSON("POST", "/api/collections", { name }),
+  deleteCollection: (name) => sendJSON("DELETE", `/api/collections/${encodeURIComponent(name)}`),
+  documents: (name) => getJSON(`/api/collections/${encodeURIComponent(name)}/documents`),
+  deleteDocument: (name, id) => sendJSON("DELETE", `/api/collections/${encodeURIComponent(name)}/documents/${id}`),
+  addSource: (name, path) => sendJSON("POST", `/api/collections/${encodeURIComponent(name)}/sources`, { path }),
+  upload: async (name, files) => {
+    const form = new FormData();
+    for (const f of files) form.append("files", f, f.name);
+    return (await request(`/api/collections/${encodeURIComponent(name)}/documents`, { method: "POST", body: form })).json();
+  },
+  jobs: (collection) => getJSON(`/api/jobs?limit=20${collection ? `&collection=${encodeURIComponent(collection)}` : ""}`),
+  job: (id) => getJSON(`/api/jobs/${id}`),
+  chunkContext: (id, neighbours = 2) => getJSON(`/api/chunks/${id}/context?neighbours=${neighbours}`),
+  conversations: (q) => getJSON(`/api/conversations?limit=100${q ? `&q=${encodeURIComponent(q)}` : ""}`),
+  conversation: (id) => getJSON(`/api/conversations/${id}`),
+  createConversation: (collections) => sendJSON("POST", "/api/conversations", { collections }),
+  renameConversation: (id, title) => sendJSON("PATCH", `/api/conversations/${id}`, { title }),
+  deleteConversation: (id) => sendJSON("DELETE", `/api/conversations/${id}`),
+  status: () => getJSON("/api/status"),
+  health: async () => {
+    // 503 still carries the body that says why
+    const resp = await fetch("/health", { headers: commonHeaders() });
+    return resp.json();
+  },
+  /** POST a question; the Response streams Server-Sent Events. */
+  ask: (payload, signal) => request("/api/ask", {
+    method: "POST", json: payload, headers: { Accept: "text/event-stream" }, signal,
+  }),
+};

@@ -1,0 +1,281 @@
+// The documents view: collections (documents, chunks, failures, last sync), creating one, adding
+// files (drag-and-drop, a file or folder picker) or a server-side folder, live progress of each
+// ingestion job, and deleting documents and collections.
+
+import { api } from "./api.js";
+import { t } from "./i18n.js";
+import { confirmThen, loadCollections as refreshPicker } from "./chat.js";
+import { el } from "./sources.js";
+
+const $ = (sel) => document.querySelector(sel);
+const POLL_MS = 1000;
+
+let selected = localStorage.getItem("rag.documents.collection") || "";
+const watched = new Map(); // job id -> timer
+
+/** A job's or document's state in the page's language (as it is when there is no word for it). */
+function stateName(state) {
+  const key = `state.${state}`;
+  const word = t(key);
+  return word === key ? state : word;
+}
+
+function note(message, kind = "info") {
+  const box = $("#docs-status");
+  box.textContent = message;
+  box.dataset.kind = kind;
+  box.hidden = !message;
+}
+
+function when(iso) {
+  if (!iso) return "";
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
+}
+
+export async function loadDocumentsView() {
+  let list;
+  try {
+    list = await api.collections();
+  } catch (err) {
+    note(err.message, "error");
+    return;
+  }
+  const box = $("#collection-list");
+  box.replaceChildren();
+  if (!list.length) box.append(el("p", "muted", t("docs.none")));
+  if (!list.some((c) => c.name === selected)) selected = list[0]?.name || "";
+  for (const c of list) {
+    const card = el("button", "collection-card");
+    card.type = "button";
+    card.dataset.name = c.name;
+    if (c.name === selected) card.setAttribute("aria-pressed", "true");
+    else card.setAttribute("aria-pressed", "false");
+    card.append(el("span", "collection-name", c.name));
+    const facts = [t(c.documents === 1 ? "docs.document1" : "docs.documents", { n: c.documents }),
+      t(c.chunks === 1 ? "docs.chunk1" : "docs.chunks", { n: c.chunks })];
+    if (c.failed) facts.push(t("docs.failedN", { n: c.failed }));
+    card.append(el("span", "collection-facts", facts.join(" · ")));
+    card.addEventListener("click", () => selectCollection(c.name));
+    box.append(card);
+  }
+  await showCollection();
+  resumeJobs();
+}
+
+function selectCollection(name) {
+  selected = name;
+  localStorage.setItem("rag.documents.collection", name);
+  document.querySelectorAll(".collection-card").forEach((c) => c.setAttribute("aria-pressed", String(c.dataset.name === name)));
+  showCollection();
+  resumeJobs();
+}
+
+async function showCollection() {
+  const panel = $("#collection-panel");
+  panel.hidden = !selected;
+  if (!selected) return;
+  $("#collection-title").textContent = selected;
+  const table = $("#document-rows");
+  let docs;
+  try {
+    docs = (await api.documents(selected)).documents;
+  } catch (err) {
+    note(err.message, "error");
+    return;
+  }
+  const last = docs.map((d) => d.ingested_at).sort().pop();
+  $("#collection-sync").textContent = last ? t("docs.lastSync", { when: when(last) }) : "";
+  table.replaceChildren();
+  $("#documents-empty").hidden = docs.length > 0;
+  for (const d of docs) {
+    const row = el("tr", d.status === "failed" ? "failed" : "");
+    row.dataset.id = d.id;
+    const name = el("td", "doc-path");
+    name.append(el("span", "doc-title", d.title || d.path));
+    if (d.title && d.title !== d.path) name.append(el("span", "doc-file", d.path));
+    if (d.error) name.append(el("span", "doc-error", d.error));
+    const del = el("button", "quiet doc-delete", t("docs.deleteDoc"));
+    del.type = "button";
+    del.setAttribute("aria-label", `${t("docs.deleteDoc")}: ${d.path}`);
+    del.addEventListener("click", () => confirmThen(del, t("docs.confirm"), () => deleteDocument(d)));
+    const action = el("td");
+    action.append(del);
+    row.append(name, el("td", "", d.kind), el("td", "", stateName(d.status)), el("td", "num", d.chunks), action);
+    table.append(row);
+  }
+}
+
+async function deleteDocument(doc) {
+  try {
+    await api.deleteDocument(selected, doc.id);
+    note(t("docs.deleted", { name: doc.path }));
+  } catch (err) {
+    note(err.message, "error");
+  }
+  loadDocumentsView();
+}
+
+// ---------------------------------------------------------------- jobs
+
+function jobCard(job) {
+  let card = document.querySelector(`.job[data-job="${job.id}"]`);
+  if (!card) {
+    card = el("article", "job");
+    card.dataset.job = job.id;
+    $("#job-list").prepend(card);
+    $("#job-heading").hidden = false;
+  }
+  const total = job.files_total || 0;
+  const done = job.files_done || 0;
+  card.dataset.status = job.status;
+  const head = el("p", "job-head", t("docs.job", { id: job.id, status: stateName(job.status) }));
+  const bar = el("progress", "job-bar");
+  bar.max = Math.max(total, 1);
+  bar.value = done;
+  bar.setAttribute("aria-label", t("docs.job", { id: job.id, status: stateName(job.status) }));
+  const facts = [t("docs.progress", { done, total })];
+  if (job.rate_files_per_s) facts.push(t("docs.rate", { rate: job.rate_files_per_s.toFixed(2) }));
+  if (job.status === "running" && job.eta_s != null) facts.push(t("docs.eta", { eta: Math.ceil(job.eta_s) }));
+  const parts = [head, bar, el("p", "job-facts", facts.join(" · "))];
+  if (job.current?.length) parts.push(el("p", "job-current muted", job.current.join(", ")));
+  if (job.errors?.length) {
+    const list = el("ul", "job-errors");
+    list.setAttribute("aria-label", t("docs.failures"));
+    for (const e of job.errors) {
+      const li = el("li");
+      li.append(el("span", "job-error-path", e.path), el("span", "job-error-reason", e.reason));
+      list.append(li);
+    }
+    parts.push(list);
+  }
+  if (job.error) parts.push(el("p", "doc-error", job.error));
+  card.replaceChildren(...parts);
+}
+
+function watchJob(id) {
+  if (watched.has(id)) return;
+  const tick = async () => {
+    let job;
+    try {
+      job = await api.job(id);
+    } catch (err) {
+      watched.delete(id);
+      note(err.message, "error");
+      return;
+    }
+    jobCard(job);
+    if (["done", "failed", "cancelled"].includes(job.status)) {
+      watched.delete(id);
+      loadDocumentsView();
+      refreshPicker();
+      return;
+    }
+    watched.set(id, setTimeout(tick, POLL_MS));
+  };
+  watched.set(id, setTimeout(tick, 0));
+}
+
+async function resumeJobs() {
+  $("#job-list").replaceChildren();
+  $("#job-heading").hidden = true;
+  if (!selected) return;
+  try {
+    const jobs = await api.jobs(selected);
+    for (const job of jobs.slice(0, 5).reverse()) {
+      jobCard(job);
+      if (!["done", "failed", "cancelled"].includes(job.status)) watchJob(job.id);
+    }
+  } catch (err) {
+    note(err.message, "error");
+  }
+}
+
+// ---------------------------------------------------------------- adding
+
+async function uploadFiles(files) {
+  if (!files.length || !selected) return;
+  try {
+    const res = await api.upload(selected, files);
+    note(t("docs.queued", { n: res.files.length }));
+    watchJob(res.job);
+  } catch (err) {
+    note(err.message, "error");
+  }
+}
+
+/** Files of a drop, folders walked (webkitGetAsEntry) so a dropped folder uploads its files. */
+async function droppedFiles(items) {
+  const files = [];
+  const walk = async (entry) => {
+    if (entry.isFile) files.push(await new Promise((ok, fail) => entry.file(ok, fail)));
+    else if (entry.isDirectory) {
+      const reader = entry.createReader();
+      for (;;) {
+        const batch = await new Promise((ok, fail) => reader.readEntries(ok, fail));
+        if (!batch.length) break;
+        for (const child of batch) await walk(child);
+      }
+    }
+  };
+  const entries = [...items].map((i) => i.webkitGetAsEntry?.()).filter(Boolean);
+  for (const entry of entries) await walk(entry);
+  return files;
+}
+
+export function wireDocuments() {
+  $("#create-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const input = $("#new-collection");
+    const name = input.value.trim();
+    if (!name) return;
+    try {
+      await api.createCollection(name);
+      input.value = "";
+      selected = name;
+      note(t("docs.created", { name }));
+      await loadDocumentsView();
+      refreshPicker();
+    } catch (err) {
+      note(err.message, "error");
+    }
+  });
+  const zone = $("#dropzone");
+  zone.addEventListener("dragover", (ev) => { ev.preventDefault(); zone.classList.add("over"); });
+  zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+  zone.addEventListener("drop", async (ev) => {
+    ev.preventDefault();
+    zone.classList.remove("over");
+    const files = ev.dataTransfer.items?.length ? await droppedFiles(ev.dataTransfer.items) : [...ev.dataTransfer.files];
+    uploadFiles(files.length ? files : [...ev.dataTransfer.files]);
+  });
+  for (const id of ["#pick-files", "#pick-folder"]) {
+    $(id).addEventListener("change", (ev) => {
+      uploadFiles([...ev.target.files]);
+      ev.target.value = "";
+    });
+  }
+  $("#source-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const path = $("#server-path").value.trim();
+    if (!path || !selected) return;
+    try {
+      const res = await api.addSource(selected, path);
+      watchJob(res.job);
+    } catch (err) {
+      note(err.message, "error");
+    }
+  });
+  const del = $("#delete-collection");
+  del.addEventListener("click", () => confirmThen(del, t("docs.confirm"), async () => {
+    try {
+      await api.deleteCollection(selected);
+      note(t("docs.deleted", { name: selected }));
+      selected = "";
+      await loadDocumentsView();
+      refreshPicker();
+    } catch (err) {
+      note(err.message, "error");
+    }
+  }));
+}
