@@ -297,6 +297,11 @@ class Settings(BaseSettings):
 
     config: Path | None = Field(None, description="TOML config file read before the environment")
     data_dir: Path = Field(default_factory=default_data_dir, description="where the store, indexes and logs live")
+    database_url: str = Field(
+        "",
+        description="the store on PostgreSQL (postgresql+psycopg://user:password@host/db), shared by replicas and "
+        "workers; empty = the SQLite file in data_dir",
+    )
     backend: str = Field("llamacpp", description=f"LLM backend to answer with: {', '.join(backend_names())}")
     log_level: str = Field("INFO", description="logging level")
     llamacpp: LlamaCppSettings = Field(default_factory=LlamaCppSettings)
@@ -315,6 +320,13 @@ class Settings(BaseSettings):
     @classmethod
     def _expand(cls, v: Path) -> Path:
         return v.expanduser()
+
+    @field_validator("database_url", mode="after")
+    @classmethod
+    def _postgres_url(cls, v: str) -> str:
+        if v and not v.startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
+            raise ValueError("database_url must be a postgresql+psycopg://... URL (empty = SQLite in data_dir)")
+        return "postgresql+psycopg://" + v.split("://", 1)[1] if v else v
 
     @field_validator("backend", mode="after")
     @classmethod

@@ -51,7 +51,7 @@ class Worker:
                  progress: Callable[[IngestJob], Progress | None] | None = None,
                  embedder: EmbedderLike | None = None) -> None:
         self.settings = settings
-        self.store = store or Store(settings.data_dir)
+        self.store = store or Store(settings.data_dir, database_url=settings.database_url)
         self.jobs = Jobs(self.store.engine, stale_after_s=settings.ingest.worker_stale_s)
         self.name = name or worker_name()
         self.stop = threading.Event()
