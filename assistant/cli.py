@@ -25,6 +25,7 @@ BUILTIN = [
     "assistant.commands.gpu",
     "assistant.commands.summarize",
     "assistant.commands.batch",
+    "assistant.commands.db",
 ]
 
 
