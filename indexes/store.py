@@ -106,7 +106,8 @@ class Store:
         self.data_dir = Path(data_dir)
         self.engine = make_store_engine(self.data_dir, database_url)
         self.postgres = is_postgres(self.engine)
-        self.vectors = VectorIndexes(self.data_dir / "vectors", self.embeddings, vector_options)
+        self.vectors = VectorIndexes(self.data_dir / "vectors", self.embeddings, vector_options,
+                                     load_ids=self.chunk_ids, load_vectors=self.chunk_vectors)
         self.lexical_copy = LexicalCopy(self.engine, self.data_dir / "lexical.db") if self.postgres else None
         self.lexical = CopiedLexical(self.lexical_copy) if self.lexical_copy else Lexical(self.engine)
 
@@ -363,6 +364,11 @@ class Store:
                         vecs[i] = np.frombuffer(blob, dtype=np.float32)
                     i += 1
         return ids[: min(i, n)], vecs[: min(i, n)]
+
+    def chunk_ids(self, collection_id: int) -> np.ndarray:
+        """Every chunk id of a collection: what its FAISS index must hold."""
+        rows = read_rows(self.engine, "SELECT id FROM chunk WHERE collection_id = ?", (int(collection_id),))
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
     def vector_index(self, collection: Collection) -> VectorIndex:
         """The collection's FAISS index at the store's current generation (loaded or rebuilt)."""
