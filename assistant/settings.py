@@ -250,6 +250,11 @@ class IngestSettings(BaseModel):
     worker_stale_s: float = Field(
         60.0, gt=0, description="a running job whose worker has not sent a heartbeat for this long is taken over by another worker"
     )
+    file_lease_s: float = Field(
+        60.0, gt=0, description="workers sharing a job on PostgreSQL hold each claimed file this long, renewed by "
+        "their heartbeat; a dead worker's files go to others once it runs out",
+    )
+    claim_files: int = Field(64, ge=1, le=4096, description="files a worker sharing a job claims at a time")
     run_worker: bool = Field(
         True, description="`assistant serve` runs one `assistant worker` process beside the server for queued ingestion jobs"
     )
