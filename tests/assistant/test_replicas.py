@@ -75,6 +75,7 @@ def test_two_replicas_share_one_store(settings_factory, embedder, pg_url, tmp_pa
             while paths_found(b)[:1] != ["archive.md"]:
                 assert time.monotonic() - ingested < 2.0, "replica B did not find the new document within 2 s"
                 time.sleep(0.05)
+            print(f"\nthe document ingested through A was found through B after {time.monotonic() - ingested:.3f} s")
             answer = httpx.post(f"{b}/api/ask", json={"question": QUESTION["q"], "collections": ["wiki"]}, timeout=60)
             assert answer.status_code == 200 and "archive.md" in answer.text
 
