@@ -20,11 +20,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import update
 from sqlalchemy.exc import DBAPIError
 
 from indexes.jobs import FileState, Jobs
 from indexes.lease import FileLeases
-from indexes.models import IngestJob
+from indexes.models import IngestJob, utcnow
 from indexes.store import Store
 from ingest.chunking import EmbedderLike
 from ingest.pipeline import _Run, open_collection
@@ -80,10 +81,6 @@ class Heartbeat:
 
 def start(jobs: Jobs, job: IngestJob, worker: str) -> bool:
     """Move a pending job to running (one worker wins; the others join it as it runs)."""
-    from sqlalchemy import update
-
-    from indexes.models import utcnow
-
     if job.status == "running":
         return True
     now = utcnow()
