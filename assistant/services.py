@@ -34,7 +34,7 @@ class Services:
     @classmethod
     def build(cls, settings: Settings, *, with_backend: bool = True) -> "Services":
         backend = create_backend(settings) if with_backend else None
-        return cls.assemble(settings, Store(settings.data_dir), embedder_from(settings.embedder), backend)
+        return cls.assemble(settings, Store(settings.data_dir, database_url=settings.database_url), embedder_from(settings.embedder), backend)
 
     @classmethod
     def assemble(cls, settings: Settings, store: Store, embedder: Embedder, backend: Backend | None) -> "Services":

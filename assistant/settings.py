@@ -268,6 +268,11 @@ class IngestSettings(BaseModel):
     worker_stale_s: float = Field(
         60.0, gt=0, description="a running job whose worker has not sent a heartbeat for this long is taken over by another worker"
     )
+    file_lease_s: float = Field(
+        60.0, gt=0, description="workers sharing a job on PostgreSQL hold each claimed file this long, renewed by "
+        "their heartbeat; a dead worker's files go to others once it runs out",
+    )
+    claim_files: int = Field(64, ge=1, le=4096, description="files a worker sharing a job claims at a time")
     run_worker: bool = Field(
         True, description="`assistant serve` runs one `assistant worker` process beside the server for queued ingestion jobs"
     )
@@ -331,6 +336,11 @@ class Settings(BaseSettings):
 
     config: Path | None = Field(None, description="TOML config file read before the environment")
     data_dir: Path = Field(default_factory=default_data_dir, description="where the store, indexes and logs live")
+    database_url: str = Field(
+        "",
+        description="the store on PostgreSQL (postgresql+psycopg://user:password@host/db), shared by replicas and "
+        "workers; empty = the SQLite file in data_dir",
+    )
     backend: str = Field("llamacpp", description=f"LLM backend to answer with: {', '.join(backend_names())}")
     log_level: str = Field("INFO", description="logging level")
     llamacpp: LlamaCppSettings = Field(default_factory=LlamaCppSettings)
@@ -349,6 +359,13 @@ class Settings(BaseSettings):
     @classmethod
     def _expand(cls, v: Path) -> Path:
         return v.expanduser()
+
+    @field_validator("database_url", mode="after")
+    @classmethod
+    def _postgres_url(cls, v: str) -> str:
+        if v and not v.startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
+            raise ValueError("database_url must be a postgresql+psycopg://... URL (empty = SQLite in data_dir)")
+        return "postgresql+psycopg://" + v.split("://", 1)[1] if v else v
 
     @field_validator("backend", mode="after")
     @classmethod

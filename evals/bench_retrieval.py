@@ -176,12 +176,37 @@ def cold_start(data_dir: Path, options: VectorOptions) -> dict:
     return out
 
 
+def postgres_latency(store: Store, data_dir: Path, database_url: str, config: RetrievalConfig, query_embedder,
+                     texts: list[str], options: VectorOptions, log: Callable[[str], None]) -> dict:
+    """The same collection copied into PostgreSQL (an empty database, or one holding this copy) and
+    searched through a replica's own derived indexes, built on its first search."""
+    from indexes.copy import copy_store, table_counts
+
+    pg = Store(data_dir.with_name(data_dir.name + "-pg"), vector_options=options, database_url=database_url)
+    try:
+        if table_counts(pg.engine)["chunk"] != store.counts(store.require_collection(COLLECTION))[0]:
+            log("  copying it into PostgreSQL")
+            t0 = time.perf_counter()
+            copy_store(store.engine, pg.engine)
+            copy_s = round(time.perf_counter() - t0, 1)
+        else:
+            copy_s = 0.0
+        retriever = retriever_from(config, pg, query_embedder)
+        t0 = time.perf_counter()
+        retriever.search(texts[0], COLLECTION, 10)
+        first_s = round(time.perf_counter() - t0, 1)
+        log("  measuring hybrid search latency on PostgreSQL")
+        return {"copy_s": copy_s, "first_search_s": first_s, "search": latency(retriever, texts)}
+    finally:
+        pg.close()
+
+
 def disk_mb(path: Path) -> float:
     return round(sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20, 1)
 
 
 def bench_size(n: int, embedder: Embedder, config: RetrievalConfig, *, queries: int = 300,
-               work: Path, log: Callable[[str], None], nprobes: list[int]) -> dict:
+               work: Path, log: Callable[[str], None], nprobes: list[int], database_url: str = "") -> dict:
     data_dir = work / f"n{n}"
     options = vector_options_from(config)
     corpus = SyntheticCorpus(n, embedder.dim, seed=n)
@@ -212,6 +237,9 @@ def bench_size(n: int, embedder: Embedder, config: RetrievalConfig, *, queries: 
         result["load_average_before"] = [round(x, 2) for x in os.getloadavg()]
         result["search"] = latency(retriever, texts)
         result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+        if database_url:
+            result["postgres"] = postgres_latency(store, data_dir, database_url, config,
+                                                  QueryEmbedder(embedder, dict(zip(texts, qvecs))), texts, options, log)
     finally:
         store.close()
     result["cold_start"] = cold_start(data_dir, options)
@@ -220,7 +248,7 @@ def bench_size(n: int, embedder: Embedder, config: RetrievalConfig, *, queries: 
 
 def run_bench(sizes: list[int], embedder: Embedder, config: RetrievalConfig, *,
               keep: Path | None = None, log: Callable[[str], None] = lambda m: None, nprobes: list[int] | None = None,
-              queries: int = 300) -> dict:
+              queries: int = 300, database_url: str = "") -> dict:
     work = keep or Path(tempfile.mkdtemp(prefix="assistant-bench-", dir=os.environ.get("TMPDIR", "/tmp")))
     embedder.embed_query("warm up")
     out = {
@@ -233,7 +261,8 @@ def run_bench(sizes: list[int], embedder: Embedder, config: RetrievalConfig, *,
     try:
         for n in sizes:
             out["sizes"].append(bench_size(n, embedder, config, work=work, log=log, queries=queries,
-                                           nprobes=nprobes or sorted({16, 32, config.ann_nprobe, 64})))
+                                           nprobes=nprobes or sorted({16, 32, config.ann_nprobe, 64}),
+                                           database_url=database_url))
             if keep is None:
                 shutil.rmtree(work / f"n{n}", ignore_errors=True)
     finally:
@@ -259,7 +288,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     r = settings.retrieval
     log = (lambda m: print(m, file=sys.stderr, flush=True))
     result = run_bench(sizes, embedder_from(settings.embedder), r, keep=args.keep, log=log, nprobes=nprobes,
-                       queries=args.queries)
+                       queries=args.queries, database_url=settings.database_url)
     result["settings"] = {"ann_threshold": r.ann_threshold, "ann_nprobe": r.ann_nprobe, "lexical_budget": r.lexical_budget,
                           "fusion": r.fusion, "candidates": r.candidates}
     if args.json:
@@ -271,4 +300,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
               f"{ann['index']} recall@10 {ann['recall@10']}; cold start {cold['open_and_load_s']} s "
               f"(rebuilds {cold['rebuilds']}); build {s['build']['write_s']} s + index {s['build']['index_s']} s; "
               f"{s['disk_mb']} MiB")
+        if "postgres" in s:
+            pg = s["postgres"]["search"]
+            print(f"{'':>9}  on PostgreSQL: search p50 {pg['p50_ms']} ms, p99 {pg['p99_ms']} ms "
+                  f"(first search, building this replica's indexes: {s['postgres']['first_search_s']} s)")
     return 0

@@ -67,7 +67,7 @@ def run_retrieval(args: argparse.Namespace, settings: Settings) -> int:
         return fail("'rerank' needs retrieval.reranker_model (ASSISTANT_RETRIEVAL_RERANKER_MODEL)")
     err = Console(stderr=True)
     work = args.store.expanduser() if args.store else Path(tempfile.mkdtemp(prefix="assistant-eval-"))
-    store = Store(work)
+    store = Store(work, database_url=settings.database_url)  # on PostgreSQL, work holds the derived indexes
     try:
         embedder = embedder_from(settings.embedder)
         retriever = retriever_from(settings.retrieval, store, embedder)

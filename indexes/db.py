@@ -1,15 +1,18 @@
-"""The SQLite engine: WAL, foreign keys, the schema and the FTS5 table kept beside the chunks."""
+"""The store's engine: SQLite (WAL, foreign keys, the FTS5 tables beside the chunks) by default, or
+PostgreSQL when a database URL is given (indexes/pg.py); the schema comes from the migrations."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import event, text
+from sqlalchemy import event, inspect, text
 from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel, create_engine
 
+from indexes import migrations
 from indexes import models  # noqa: F401  (registers the tables)
 from indexes.cjk import CJK_DDL
+from indexes.pg import PgDriver, is_postgres, is_postgres_url, make_pg_engine
 
 SCHEMA_VERSION = 1
 
@@ -54,25 +57,54 @@ def add_missing_columns(conn) -> None:
             conn.execute(text(f'ALTER TABLE "{table.name}" ADD COLUMN "{column.name}" {ddl}'))
 
 
+def driver(conn):
+    """The DB-API connection under a SQLAlchemy connection, with sqlite3's `execute`/`executemany`
+    and placeholders (`?`, `:named`) on either engine."""
+    raw = conn.connection.driver_connection
+    return PgDriver(raw) if is_postgres(conn) else raw
+
+
 def read_rows(engine: Engine, sql: str, params: tuple | dict = ()) -> list[tuple]:
-    """All rows of one read, through the sqlite3 connection itself: the question path's lookups skip
+    """All rows of one read, through the driver's connection itself: the question path's lookups skip
     SQLAlchemy's statement and result layers, which cost more than the lookups (sqlite3 takes `?` and
     `:named` parameters as they are)."""
     with engine.connect() as conn:
-        return conn.connection.driver_connection.execute(sql, params).fetchall()
+        return driver(conn).execute(sql, params).fetchall()
 
 
-def make_engine(db_path: Path) -> Engine:
-    """Open (and create or migrate) the store at db_path."""
+def make_store_engine(data_dir: Path, database_url: str | None = None) -> Engine:
+    """The store's engine: `<data_dir>/store.db`, or the PostgreSQL database at database_url
+    (migrated to the newest schema either way)."""
+    if not database_url:
+        return make_engine(Path(data_dir) / "store.db")
+    if not is_postgres_url(database_url):
+        raise ValueError("database URL: only postgresql+psycopg://... is supported (SQLite is the data dir's store.db)")
+    engine = make_pg_engine(database_url)
+    with engine.begin() as conn:
+        migrations.upgrade(conn)
+    return engine
+
+
+def sqlite_engine(db_path: Path) -> Engine:
+    """An engine on a SQLite file (created when missing): WAL, foreign keys, a 30 s busy timeout."""
     db_path.parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(
         f"sqlite:///{db_path}",
         connect_args={"check_same_thread": False, "timeout": 30},
     )
     event.listen(engine, "connect", _on_connect)
-    SQLModel.metadata.create_all(engine)
+    return engine
+
+
+def make_engine(db_path: Path) -> Engine:
+    """Open (and create or migrate) the store at db_path."""
+    engine = sqlite_engine(db_path)
     with engine.begin() as conn:
-        add_missing_columns(conn)
+        if migrations.current(conn) is None and set(inspect(conn).get_table_names()) & set(SQLModel.metadata.tables):
+            # made before migrations: the additive path brings it to the models, then the head is stamped
+            SQLModel.metadata.create_all(conn)
+            add_missing_columns(conn)
+        migrations.upgrade(conn)
         conn.execute(text(FTS_DDL))
         conn.execute(text(CJK_DDL))  # CJK text, by trigrams (indexes/cjk.py)
         # rank = BM25 with the title weighted 3x and headings 1.5x (title, headings, body, path).

@@ -22,6 +22,7 @@ from sqlalchemy import func, text, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from indexes.db import driver
 from indexes.models import IngestFile, IngestJob, utcnow
 
 JOB_STATES = ("pending", "running", "done", "failed", "cancelled")
@@ -251,7 +252,7 @@ class Jobs:
         )
         rows = [(job_id, st.path, st.state, st.reason, st.chunks, st.size, now) for st in states]
         with self.engine.begin() as conn:
-            conn.connection.driver_connection.executemany(
+            driver(conn).executemany(
                 "INSERT INTO ingestfile (job_id, path, state, reason, chunks, size, updated_at) VALUES (?,?,?,?,?,?,?) "
                 f"ON CONFLICT(job_id, path) {conflict}",
                 rows,

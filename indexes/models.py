@@ -118,6 +118,10 @@ class IngestFile(SQLModel, table=True):
     chunks: int = 0
     size: int = 0
     updated_at: datetime = Field(default_factory=utcnow)
+    # Workers sharing a job claim its files under a lease (indexes/lease.py): who holds the file, and
+    # until when; a file whose lease ran out while not finished is claimed again by another worker.
+    worker: str | None = None
+    lease_until: datetime | None = None
 
 
 class Conversation(SQLModel, table=True):

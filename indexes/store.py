@@ -19,10 +19,12 @@ from sqlalchemy import delete, func, update
 from sqlmodel import Session, select
 
 from indexes import lexical
-from indexes.db import make_engine, read_rows
+from indexes.db import driver, make_store_engine, read_rows
 from indexes.filters import SearchFilters
 from indexes.lexical import ChunkText, Lexical
+from indexes.lexical_copy import CopiedLexical, LexicalCopy
 from indexes.models import Chunk, Collection, Document, utcnow
+from indexes.pg import PgDriver, allocate_ids, is_postgres
 from indexes.records import NewChunk, SourceInfo
 from indexes.vectors import VectorIndex, VectorIndexes, VectorOptions
 
@@ -92,19 +94,30 @@ def _stack_added(added: list[tuple[np.ndarray, np.ndarray]], dim: int) -> tuple[
 
 
 class Store:
-    """One data directory: `store.db` (SQLite, the truth) and `vectors/` (FAISS, derived)."""
+    """One data directory: `store.db` (SQLite, the truth) and `vectors/` (FAISS, derived).
 
-    def __init__(self, data_dir: Path, *, vector_options: VectorOptions | None = None) -> None:
+    With a database URL the truth is that PostgreSQL database instead, shared by every replica and
+    worker; the data directory then holds this replica's derived indexes only: `vectors/` and the
+    FTS5 copy `lexical.db` (indexes/lexical_copy.py).
+    """
+
+    def __init__(self, data_dir: Path, *, vector_options: VectorOptions | None = None,
+                 database_url: str | None = None) -> None:
         self.data_dir = Path(data_dir)
-        self.engine = make_engine(self.data_dir / "store.db")
-        self.vectors = VectorIndexes(self.data_dir / "vectors", self.embeddings, vector_options)
-        self.lexical = Lexical(self.engine)
+        self.engine = make_store_engine(self.data_dir, database_url)
+        self.postgres = is_postgres(self.engine)
+        self.vectors = VectorIndexes(self.data_dir / "vectors", self.embeddings, vector_options,
+                                     load_ids=self.chunk_ids, load_vectors=self.chunk_vectors)
+        self.lexical_copy = LexicalCopy(self.engine, self.data_dir / "lexical.db") if self.postgres else None
+        self.lexical = CopiedLexical(self.lexical_copy) if self.lexical_copy else Lexical(self.engine)
 
     def configure_vectors(self, options: VectorOptions) -> None:
         """Change how vector indexes are built and searched (ANN threshold, lists, probes, mmap)."""
         self.vectors.options = options
 
     def close(self) -> None:
+        if self.lexical_copy is not None:
+            self.lexical_copy.close()
         self.engine.dispose()
 
     def session(self) -> Session:
@@ -175,7 +188,8 @@ class Store:
     def delete_collection(self, name: str) -> None:
         coll = self.require_collection(name)
         with self.session() as s:
-            lexical.remove_collection_rows(s.connection().connection.driver_connection, coll.id)
+            if not self.postgres:  # on PostgreSQL each replica's FTS5 copy follows by itself
+                lexical.remove_collection_rows(s.connection().connection.driver_connection, coll.id)
             s.exec(delete(Chunk).where(Chunk.collection_id == coll.id))
             s.exec(delete(Document).where(Document.collection_id == coll.id))
             s.exec(delete(Collection).where(Collection.id == coll.id))
@@ -218,7 +232,7 @@ class Store:
         """
         vectors = [_checked_vectors(item) for item in items]
         with self.session() as s:
-            raw = s.connection().connection.driver_connection
+            raw = driver(s.connection())
             docs, removed = self._upsert_documents(s, collection, items)
             added = self._insert_chunks(raw, collection, items, docs, vectors)
             old_gen, new_gen = self._bump(s, collection.id) if (removed or added) else (None, None)
@@ -257,15 +271,22 @@ class Store:
     def _insert_chunks(raw, collection: Collection, items: list[DocumentWrite], docs: list[Document],
                        vectors: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Chunk rows with their embeddings and full-text rows; (ids, vectors) of each document's chunks."""
-        next_id = int(raw.execute("SELECT coalesce(max(id), 0) FROM chunk").fetchone()[0]) + 1
+        postgres = isinstance(raw, PgDriver)
+        if postgres:  # concurrent writers: ids from the sequence (each replica's FTS5 copy indexes them)
+            pool = iter(allocate_ids(raw, "chunk", sum(len(item.chunks) for item in items)))
+        else:
+            next_id = int(raw.execute("SELECT coalesce(max(id), 0) FROM chunk").fetchone()[0]) + 1
         chunk_rows: list[tuple] = []
         texts: list[ChunkText] = []
         added: list[tuple[np.ndarray, np.ndarray]] = []
         for item, doc, vecs in zip(items, docs, vectors):
             if not item.chunks:
                 continue
-            ids = np.arange(next_id, next_id + len(item.chunks), dtype=np.int64)
-            next_id += len(item.chunks)
+            if postgres:
+                ids = np.fromiter((next(pool) for _ in item.chunks), dtype=np.int64, count=len(item.chunks))
+            else:
+                ids = np.arange(next_id, next_id + len(item.chunks), dtype=np.int64)
+                next_id += len(item.chunks)
             for i, (cid, c) in enumerate(zip(ids.tolist(), item.chunks)):
                 chunk_rows.append((cid, doc.id, collection.id, i, c.text, c.heading_path, c.anchor, c.page,
                                    c.line_start, c.line_end, c.symbol, c.n_tokens, vecs[i].tobytes()))
@@ -278,7 +299,8 @@ class Store:
                 "line_start, line_end, symbol, n_tokens, embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 chunk_rows,
             )
-            lexical.add_rows(raw, texts)
+            if not postgres:
+                lexical.add_rows(raw, texts)
         return added
 
     @staticmethod
@@ -305,7 +327,8 @@ class Store:
 
     @staticmethod
     def _delete_chunks(s: Session, ids: list[int]) -> None:
-        lexical.remove_rows(s.connection().connection.driver_connection, ids)
+        if not is_postgres(s.connection()):
+            lexical.remove_rows(s.connection().connection.driver_connection, ids)
         for start in range(0, len(ids), 500):
             s.exec(delete(Chunk).where(Chunk.id.in_(ids[start : start + 500])))
 
@@ -324,7 +347,7 @@ class Store:
         and not a second copy as Python bytes.
         """
         with self.engine.connect() as conn:
-            raw = conn.connection.driver_connection
+            raw = driver(conn)
             n, dim_bytes = raw.execute(
                 "SELECT count(*), max(length(embedding)) FROM chunk WHERE collection_id = ?", (collection_id,)
             ).fetchone()
@@ -342,6 +365,11 @@ class Store:
                     i += 1
         return ids[: min(i, n)], vecs[: min(i, n)]
 
+    def chunk_ids(self, collection_id: int) -> np.ndarray:
+        """Every chunk id of a collection: what its FAISS index must hold."""
+        rows = read_rows(self.engine, "SELECT id FROM chunk WHERE collection_id = ?", (int(collection_id),))
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
     def vector_index(self, collection: Collection) -> VectorIndex:
         """The collection's FAISS index at the store's current generation (loaded or rebuilt)."""
         gen = read_rows(self.engine, "SELECT generation FROM collection WHERE id = ?", (collection.id,))
@@ -357,7 +385,11 @@ class Store:
     def allowed_chunk_ids(self, collection_id: int, filters: SearchFilters) -> np.ndarray:
         """Ids of the chunks of one collection whose documents pass the filters (for FAISS selectors)."""
         sql, params = filters.chunk_subquery([collection_id])
-        rows = read_rows(self.engine, sql, params)
+        if self.lexical_copy is not None:  # the filters are SQLite's (GLOB): asked of the FTS5 copy
+            self.lexical_copy.sync()
+            rows = read_rows(self.lexical_copy.engine, sql, params)
+        else:
+            rows = read_rows(self.engine, sql, params)
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
     def chunk_vectors(self, chunk_ids: list[int]) -> dict[int, np.ndarray]:

@@ -191,6 +191,16 @@ class VectorIndex:
             )
         return cls(dim, ivf, generation, options.nprobe)
 
+    def ids(self) -> np.ndarray:
+        """The chunk ids the index holds (sorted)."""
+        ivf = self.ivf
+        if ivf is None:
+            return np.sort(faiss.vector_to_array(self.index.id_map).astype(np.int64))
+        lists = ivf.invlists
+        parts = [faiss.rev_swig_ptr(lists.get_ids(i), lists.list_size(i)).copy()
+                 for i in range(lists.nlist) if lists.list_size(i)]
+        return np.sort(np.concatenate(parts).astype(np.int64)) if parts else np.zeros(0, np.int64)
+
     def vectors(self) -> tuple[np.ndarray, np.ndarray]:
         """All (ids, vectors) held by the index, to rebuild it as another kind without reading SQLite."""
         ivf = self.ivf
@@ -213,14 +223,20 @@ class VectorIndex:
 
 
 EmbeddingLoader = Callable[[int], tuple[np.ndarray, np.ndarray]]  # collection id -> (ids, vectors)
+IdLoader = Callable[[int], np.ndarray]  # collection id -> its chunk ids in the store
+VectorLoader = Callable[[list[int]], dict[int, np.ndarray]]  # chunk ids -> their stored vectors
 
 
 class VectorIndexes:
     """The per-collection indexes of one data directory, loaded lazily and kept in step with the store."""
 
-    def __init__(self, directory: Path, load_embeddings: EmbeddingLoader, options: VectorOptions | None = None) -> None:
+    def __init__(self, directory: Path, load_embeddings: EmbeddingLoader, options: VectorOptions | None = None,
+                 *, load_ids: IdLoader | None = None, load_vectors: VectorLoader | None = None) -> None:
         self.directory = directory
         self._load_embeddings = load_embeddings
+        self._load_ids = load_ids
+        self._load_vectors = load_vectors
+        self.catch_ups = 0  # how many times an index was brought forward by its difference (observable in tests)
         self.options = options or VectorOptions()
         self._indexes: dict[int, VectorIndex] = {}
         self._lock = threading.RLock()
@@ -236,16 +252,61 @@ class VectorIndexes:
             if cached is not None and cached.generation == generation:
                 return cached
             path = self.path_for(collection_id, generation)
+            index = None
             if path.exists():
                 try:
                     index = VectorIndex.load(path, generation, mmap=self.options.mmap, nprobe=self.options.nprobe)
                 except RuntimeError:
-                    index = self._rebuild(collection_id, generation, dim)
-            else:
+                    index = None
+            if index is None:
+                index = self._caught_up(collection_id, generation, cached)
+            if index is None:
                 index = self._rebuild(collection_id, generation, dim)
             index.nprobe = self.options.nprobe
             self._indexes[collection_id] = index
             return index
+
+    def _caught_up(self, collection_id: int, generation: int, cached: VectorIndex | None) -> VectorIndex | None:
+        """An older index of the collection (the cached one, else the newest file) brought to the store's
+        rows by their difference: chunk ids are never reused, so the ids the store has and the index
+        lacks are exactly what was added, and the reverse what was removed. None when there is no older
+        index or the difference is most of the collection (a rebuild is then as cheap)."""
+        if self._load_ids is None or self._load_vectors is None:
+            return None
+        index = cached
+        if index is None:
+            index = self._newest_file(collection_id)
+        if index is None:
+            return None
+        in_store = np.sort(np.asarray(self._load_ids(collection_id), dtype=np.int64))
+        held = index.ids()
+        removed = np.setdiff1d(held, in_store, assume_unique=True)
+        added = np.setdiff1d(in_store, held, assume_unique=True)
+        if len(added) + len(removed) > max(1024, len(in_store) // 2):
+            return None
+        vectors: dict[int, np.ndarray] = {}
+        for start in range(0, len(added), 4096):
+            vectors.update(self._load_vectors(added[start:start + 4096].tolist()))
+        added = np.array([i for i in added.tolist() if i in vectors], dtype=np.int64)
+        index.remove(removed)
+        if len(added):
+            index.add(added, np.stack([vectors[int(i)] for i in added]))
+        index.generation = generation
+        self.catch_ups += 1
+        return index
+
+    def _newest_file(self, collection_id: int) -> VectorIndex | None:
+        files = []
+        for f in self.directory.glob(f"{collection_id}.g*.faiss"):
+            gen = f.name.removeprefix(f"{collection_id}.g").removesuffix(".faiss")
+            if gen.isdigit():
+                files.append((int(gen), f))
+        for gen, f in sorted(files, reverse=True):
+            try:
+                return VectorIndex.load(f, gen, mmap=self.options.mmap, nprobe=self.options.nprobe)
+            except RuntimeError:
+                continue
+        return None
 
     def _rebuild(self, collection_id: int, generation: int, dim: int) -> VectorIndex:
         ids, vectors = self._load_embeddings(collection_id)

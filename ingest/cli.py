@@ -94,7 +94,7 @@ def run(args: argparse.Namespace, settings: Any) -> int:
         return fail("--watch takes exactly one folder")
     quiet_libraries()
     paths = [str(Path(p).expanduser().resolve()) for p in args.paths]
-    store = Store(settings.data_dir)
+    store = Store(settings.data_dir, database_url=settings.database_url)
     jobs = Jobs(store.engine, stale_after_s=settings.ingest.worker_stale_s)
     err = Console(stderr=True)
     try:
@@ -180,7 +180,7 @@ def run_worker(args: argparse.Namespace, settings: Any) -> int:
 
 
 def run_jobs(args: argparse.Namespace, settings: Any) -> int:
-    store = Store(settings.data_dir)
+    store = Store(settings.data_dir, database_url=settings.database_url)
     jobs = Jobs(store.engine)
     console = Console()
     try:

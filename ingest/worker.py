@@ -19,12 +19,14 @@ from typing import Any, Callable
 
 from indexes.factory import embedder_from
 from indexes.jobs import Jobs, worker_name
+from indexes.lease import FileLeases
 from indexes.maintenance import check_store, purge_collection
 from indexes.models import IngestJob
 from indexes.store import Store, StoreError
 from ingest.chunking import EmbedderLike
 from ingest.pipeline import JobLink, Progress, ingest_paths
 from ingest.prepare import IngestOptions
+from ingest.shared_jobs import shared_job
 
 log = logging.getLogger("ingest.worker")
 
@@ -52,8 +54,10 @@ class Worker:
                  progress: Callable[[IngestJob], Progress | None] | None = None,
                  embedder: EmbedderLike | None = None) -> None:
         self.settings = settings
-        self.store = store or Store(settings.data_dir)
+        self.store = store or Store(settings.data_dir, database_url=settings.database_url)
         self.jobs = Jobs(self.store.engine, stale_after_s=settings.ingest.worker_stale_s)
+        # On PostgreSQL the workers of every host share each job's files (ingest/shared_jobs.py).
+        self.leases = FileLeases(self.store.engine, lease_s=settings.ingest.file_lease_s) if self.store.postgres else None
         self.name = name or worker_name()
         self.stop = threading.Event()
         self.progress = progress
@@ -81,7 +85,7 @@ class Worker:
             if parent is not None and os.getppid() != parent:
                 log.info("the parent process is gone: stopping")
                 break
-            job = self.jobs.claim(self.name)
+            job = self.next_job()
             if job is None:
                 if once:
                     break
@@ -91,8 +95,38 @@ class Worker:
             ran += 1
         return ran
 
+    def next_job(self) -> IngestJob | None:
+        """The job to work on: claimed alone, or on PostgreSQL the oldest unfinished one (shared)."""
+        if self.leases is None:
+            return self.jobs.claim(self.name)
+        purge = self.jobs.claim(self.name, kinds=("purge",))
+        if purge is not None:
+            return purge
+        from sqlmodel import select
+
+        with self.jobs.session() as s:
+            return s.exec(select(IngestJob).where(IngestJob.status.in_(("pending", "running")),
+                                                  IngestJob.kind != "purge").order_by(IngestJob.id).limit(1)).first()
+
+    def run_shared(self, job: IngestJob) -> str:
+        """Take part in a job shared with other workers; a job that cannot run is closed with the reason."""
+        params = json.loads(job.params or "{}")
+        try:
+            return shared_job(self.store, self.jobs, self.leases, self.embedder, job, self.name,
+                              options_from(self.settings, params.get("options")), self.stop,
+                              batch=self.settings.ingest.claim_files, poll_s=min(self.settings.ingest.worker_poll_s, 1.0))
+        except Exception as exc:  # noqa: BLE001  (the job fails with the reason, the worker goes on)
+            if not isinstance(exc, (FileNotFoundError, NotADirectoryError, StoreError, ValueError)):
+                log.exception("job %s failed", job.id)
+            current = self.jobs.get(job.id)
+            if current is not None and current.status in ("pending", "running"):
+                self.jobs.finish(job.id, current.worker, "failed", f"{type(exc).__name__}: {exc}")
+            return "failed"
+
     def run_job(self, job: IngestJob) -> str:
         """Run one claimed job to its end; returns the status it was closed with."""
+        if self.leases is not None and job.kind != "purge":
+            return self.run_shared(job)
         params = json.loads(job.params or "{}")
         log.info("job %s (%s) for %r: attempt %s", job.id, job.kind, job.collection, job.attempts)
         link = JobLink(self.jobs, job.id, self.name, self.stop)

@@ -41,4 +41,13 @@ if [[ "$extras" == *test* ]] && { [[ ! -x /usr/bin/chromium ]] || ! fc-list :lan
         echo "setup: /usr/bin/chromium or a Chinese font is missing (apt-get install chromium fonts-wqy-microhei)" >&2
     fi
 fi
+# The PostgreSQL tests start a throwaway cluster of Debian's postgresql-15 (initdb, pg_ctl).
+if [[ "$extras" == *test* ]] && [[ ! -x /usr/lib/postgresql/15/bin/initdb ]]; then
+    if [[ $(id -u) == 0 ]]; then
+        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 >/dev/null) \
+            || echo "setup: could not install postgresql-15; the PostgreSQL tests will be skipped" >&2
+    else
+        echo "setup: PostgreSQL 15 is missing (apt-get install postgresql-15); its tests will be skipped" >&2
+    fi
+fi
 echo "setup: .venv is ready ($(.venv/bin/python --version))"

@@ -153,3 +153,26 @@ def flask_src(tmp_path_factory):
     tree = tmp_path_factory.mktemp("flask") / "flask"
     shutil.copytree(f"{out.stdout.strip()}/src", tree / "src")
     return tree
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A throwaway PostgreSQL cluster on 127.0.0.1 for the session (tests/support/postgres.py), or a
+    skip with the reason where PostgreSQL is not installed."""
+    from tests.support.postgres import PostgresCluster, available
+
+    reason = available()
+    if reason:
+        pytest.skip(reason)
+    cluster = PostgresCluster().start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def pg_url(postgres, request):
+    """The URL of a new, empty database of the session's cluster for one test."""
+    import re
+
+    name = "t_" + re.sub(r"\W+", "_", request.node.name.lower())[:50]
+    return postgres.create_database(name)

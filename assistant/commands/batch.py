@@ -68,7 +68,7 @@ def run_batch_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def check_collections(settings: Settings, names: list[str]) -> str | None:
-    store = Store(settings.data_dir)
+    store = Store(settings.data_dir, database_url=settings.database_url)
     try:
         for name in names:
             if store.get_collection(name) is None:

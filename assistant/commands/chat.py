@@ -44,7 +44,7 @@ def run_chat(args: argparse.Namespace, settings: Settings) -> int:
         return fail("-k must be between 1 and 50")
     if not args.collection and args.conversation is None:
         return fail("name a collection (--collection) or a conversation to resume (--conversation)")
-    store = Store(settings.data_dir)  # checked before the models load: a mistake is told at once
+    store = Store(settings.data_dir, database_url=settings.database_url)  # checked before the models load: a mistake is told at once
     try:
         collections, error = chat_scope(store, args)
     finally:

@@ -49,7 +49,7 @@ def fail(message: str) -> int:
 def run_summarize(args: argparse.Namespace, settings: Settings) -> int:
     if not args.document.strip():
         return fail("name a document: its id, its path in the collection, or the file")
-    store = Store(settings.data_dir)
+    store = Store(settings.data_dir, database_url=settings.database_url)
     try:
         coll = store.get_collection(args.collection)
         if coll is None:

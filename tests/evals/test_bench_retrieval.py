@@ -39,3 +39,15 @@ def test_bench_retrieval_small(tmp_path, monkeypatch, capsys):
     assert main(["bench", "retrieval", "--chunks", "2000", "--queries", "20", "--json", "--keep", str(keep),
                  "--data-dir", str(tmp_path / "data")]) == 0
     assert json.loads(capsys.readouterr().out)["sizes"][0]["build"] == "reused"
+
+
+@pytest.mark.slow
+def test_bench_retrieval_reports_postgres_beside_sqlite(tmp_path, monkeypatch, capsys, pg_url):
+    monkeypatch.setenv("ASSISTANT_DATABASE_URL", pg_url)
+    code = main(["bench", "retrieval", "--chunks", "1000", "--queries", "20", "--nprobe", "8", "--json",
+                 "--data-dir", str(tmp_path / "data")])
+    assert code == 0
+    (size,) = json.loads(capsys.readouterr().out)["sizes"]
+    sqlite, pg = size["search"], size["postgres"]["search"]
+    assert sqlite["queries"] == pg["queries"] == 20
+    assert pg["p99_ms"] >= pg["p50_ms"] > 0

@@ -4,7 +4,7 @@ import numpy as np
 
 from indexes.lexical import Weights, query_terms
 from indexes.store import NewChunk, SourceInfo
-from tests.indexes.test_store import unit
+from tests.indexes.test_store import lexical_engine, unit
 
 
 def test_query_terms_drop_stop_words_unless_nothing_else_is_left():
@@ -26,7 +26,7 @@ def test_budget_keeps_the_rarest_terms(store):
     rows = [("", "common text " + ("mid " if i < 5 else "") + ("rare" if i < 2 else "")) for i in range(20)]
     coll = fill(store, rows)
     lex = store.lexical
-    with store.engine.connect() as conn:
+    with lexical_engine(store).connect() as conn:
         assert lex.plan(conn, ["common", "mid", "rare"], budget=0) == '"common" OR "mid" OR "rare"'
         assert lex.plan(conn, ["common", "mid", "rare"], budget=10) == '"rare" OR "mid"'
         assert lex.plan(conn, ["common", "mid", "rare"], budget=3) == '"rare"'

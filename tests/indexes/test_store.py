@@ -13,8 +13,15 @@ def unit(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
+def lexical_engine(store: Store):
+    """Where the FTS5 tables are: beside the chunks on SQLite, in the replica's copy (synced) on PostgreSQL."""
+    if store.lexical_copy is not None:
+        store.lexical_copy.sync()
+    return store.lexical.engine
+
+
 def fts_rows(store: Store) -> int:
-    with store.engine.connect() as conn:
+    with lexical_engine(store).connect() as conn:
         return conn.execute(text("SELECT count(*) FROM chunk_fts")).scalar_one()
 
 
