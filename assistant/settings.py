@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, Field, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
+from indexes.code_query import DEFAULT_TEST_PATHS
+
 from assistant.backends.registry import backend_names
 
 
@@ -195,6 +197,28 @@ class RetrievalSettings(BaseModel):
         None, description="local sentence-transformers cross-encoder directory that re-scores the best candidates; empty = no reranking"
     )
     rerank_candidates: int = Field(20, ge=1, description="fused candidates the cross-encoder re-scores")
+    per_document: int = Field(
+        2, ge=0, description="places one document may take in the sources shown and given to the model (0 = no cap)"
+    )
+    merge_adjacent: bool = Field(True, description="show adjacent chunks of one document as one source")
+    code_terms: bool = Field(
+        True, description="identifiers in a question (make_response, SESSION_COOKIE_NAME) searched whole and by their parts"
+    )
+    source_prior: float = Field(
+        0.3, ge=0, le=1, description="added to the fused score of line-cited chunks (code, plain text) outside test "
+        "paths: source files before their docs and tests (no effect on a collection without code)"
+    )
+    source_prior_scope: Literal["all", "code-questions"] = Field(
+        "all", description="questions the source prior applies to: all, or only those that name an identifier or "
+        "ask where something is implemented"
+    )
+    symbol_prior: float = Field(
+        0.1, ge=0, le=1, description="added on such questions to chunks whose symbol is one of the question's identifiers"
+    )
+    test_paths: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_TEST_PATHS),
+        description="path globs of tests, which the source prior leaves out",
+    )
 
 
 class GenerationSettings(BaseModel):

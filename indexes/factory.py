@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
+from indexes.code_query import PathPrior
 from indexes.embed import Embedder
 from indexes.retrieve import Retriever
 from indexes.store import Store
@@ -44,6 +45,13 @@ class RetrievalConfig(Protocol):
     ann_mmap: bool
     reranker_model: Path | str | None
     rerank_candidates: int
+    per_document: int
+    merge_adjacent: bool
+    code_terms: bool
+    source_prior: float
+    source_prior_scope: Any
+    symbol_prior: float
+    test_paths: list[str]
 
 
 def embedder_from(config: EmbedderConfig) -> Embedder:
@@ -79,4 +87,9 @@ def retriever_from(config: RetrievalConfig, store: Store, embedder: Any) -> Retr
         drop_stopwords=config.drop_stopwords,
         reranker=CrossEncoderReranker(config.reranker_model) if config.reranker_model else None,
         rerank_candidates=config.rerank_candidates,
+        per_document=config.per_document,
+        merge_adjacent=config.merge_adjacent,
+        code_terms=config.code_terms,
+        prior=PathPrior(source=config.source_prior, symbol=config.symbol_prior, test_paths=tuple(config.test_paths),
+                        scope=config.source_prior_scope),
     )
