@@ -38,7 +38,7 @@ class Services:
     def assemble(cls, settings: Settings, store: Store, embedder: Embedder, backend: Backend | None) -> "Services":
         """The services around a store, embedder and backend already made (tests share a loaded embedder)."""
         # Concurrent questions share one embedding forward pass (query_batching.py).
-        return cls(settings, store, embedder, retriever_from(settings.retrieval, store, BatchingEmbedder(embedder)), backend)
+        return cls(settings, store, embedder, retriever_from(settings.retrieval, store, BatchingEmbedder(embedder), settings.embedder), backend)
 
     def check_indexes(self) -> list[str]:
         """Load every collection's FAISS index, rebuilding (and saving) those that are stale or missing."""

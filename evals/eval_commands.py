@@ -70,7 +70,7 @@ def run_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     store = Store(work)
     try:
         embedder = embedder_from(settings.embedder)
-        retriever = retriever_from(settings.retrieval, store, embedder)
+        retriever = retriever_from(settings.retrieval, store, embedder, settings.embedder)
         collection = "beir-" + "".join(ch if ch.isalnum() else "-" for ch in beir.root.name)[:50]
         t0 = time.perf_counter()
         with err.status("embedding the corpus…") as status:
@@ -149,7 +149,7 @@ def run_questions(args: argparse.Namespace, settings: Settings) -> int:
                 return fail(f"ingesting {args.root} failed: {exc}")
         if store.get_collection(collection) is None:
             return fail(f"unknown collection {collection!r} in {data_dir}")
-        retriever = retriever_from(settings.retrieval, store, embedder)
+        retriever = retriever_from(settings.retrieval, store, embedder, settings.embedder)
         metrics, details = evaluate_questions(retriever, collection, questions, k=max(args.k, 10),
                                               root=args.root.resolve() if args.root else None)
         out: dict = {**metrics, "questions": len(questions)}

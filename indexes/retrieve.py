@@ -109,6 +109,7 @@ class Retriever:
         reranker: Any = None,
         rerank_candidates: int = 20,
         parallel: bool = True,
+        embedder_for: Any = None,
         per_document: int = 0,
         merge_adjacent: bool = False,
         code_terms: bool = False,
@@ -131,6 +132,18 @@ class Retriever:
         self.code_terms = code_terms  # identifiers in a question searched whole and by their parts
         self.prior = prior or PathPrior()
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="embed-query") if parallel else None
+        self.embedder_for = embedder_for  # a collection's recorded embedder name -> that embedder (or None)
+        self._embedders: dict[str, Any] = {}
+
+    def embedder_of(self, coll) -> Any:
+        """The embedder a collection was built with: the configured one unless the store names another
+        that `embedder_for` can build (a multilingual collection beside English ones)."""
+        name = getattr(coll, "embedder", "") or ""
+        if not name or name == getattr(self.embedder, "name", None) or self.embedder_for is None:
+            return self.embedder
+        if name not in self._embedders:
+            self._embedders[name] = self.embedder_for(name) or self.embedder
+        return self._embedders[name]
 
     # --- the stages ---------------------------------------------------------------------------
 
@@ -158,7 +171,10 @@ class Retriever:
         # The question is embedded in a worker thread while BM25 runs here: ONNX Runtime (or torch),
         # SQLite and FAISS release the GIL, so the two halves overlap on two cores.
         dense_colls = [c for c in colls if c.dim]
-        embedding = self._pool.submit(self.embedder.embed_query, query) if dense_colls and self._pool else None
+        # Each collection's question vector comes from the model its chunks were embedded with.
+        models = {c.id: self.embedder_of(c) for c in dense_colls}
+        first = models[dense_colls[0].id] if dense_colls else self.embedder
+        embedding = self._pool.submit(first.embed_query, query) if dense_colls and self._pool else None
         lexical = self._lexical(colls, query, n, flt)
         # Stored vectors of the BM25 candidates, read before the query vector is needed.
         lexical_vecs = self.store.chunk_vectors([cid for cid, _ in lexical.top]) if dense_colls else {}
@@ -168,9 +184,15 @@ class Retriever:
         qvec = None
         dense: list[tuple[int, float]] = []
         if dense_colls:
-            qvec = embedding.result() if embedding is not None else self.embedder.embed_query(query)
-            for index, allowed in searches:
-                dense.extend(index.search(qvec, n, allowed=allowed))
+            qvec = embedding.result() if embedding is not None else first.embed_query(query)
+            vectors = {first.name: qvec}
+            for coll, (index, allowed) in zip(dense_colls, searches):
+                model = models[coll.id]
+                if model.name not in vectors:
+                    vectors[model.name] = model.embed_query(query)
+                dense.extend(index.search(vectors[model.name], n, allowed=allowed))
+            if len(vectors) > 1:
+                qvec = None  # BM25 candidates' cosines would mix models: they get the dense minimum instead
             dense.sort(key=lambda t: (-t[1], t[0]))
             dense = dense[:n]
 
