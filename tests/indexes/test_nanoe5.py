@@ -33,3 +33,4 @@ def test_multilingual_collection_is_searched_with_its_own_model(store, embedder)
     assert hits[0].path == "leave.md" and made == [NAME]
     hits = retriever.search("报销要在多少天内提交？", "zh", k=1, fusion="dense")
     assert hits[0].path == "expenses.md" and made == [NAME]  # built once
+
