@@ -42,7 +42,8 @@ class Services:
         # Concurrent questions share one embedding forward pass (query_batching.py).
         # Every backend gets the same cap on answers at once (server.max_concurrent_answers), beyond its own queue.
         backend = capped(backend, settings.server.max_concurrent_answers)
-        return cls(settings, store, embedder, retriever_from(settings.retrieval, store, BatchingEmbedder(embedder)), backend,
+        retriever = retriever_from(settings.retrieval, store, BatchingEmbedder(embedder), settings.embedder)
+        return cls(settings, store, embedder, retriever, backend,
                    search_gate=Gate(settings.server.max_concurrent_searches, "searches"))
 
     def check_indexes(self) -> list[str]:

@@ -70,7 +70,7 @@ def run_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     store = Store(work, database_url=settings.database_url)  # on PostgreSQL, work holds the derived indexes
     try:
         embedder = embedder_from(settings.embedder)
-        retriever = retriever_from(settings.retrieval, store, embedder)
+        retriever = retriever_from(settings.retrieval, store, embedder, settings.embedder)
         collection = "beir-" + "".join(ch if ch.isalnum() else "-" for ch in beir.root.name)[:50]
         t0 = time.perf_counter()
         with err.status("embedding the corpus…") as status:
@@ -149,8 +149,9 @@ def run_questions(args: argparse.Namespace, settings: Settings) -> int:
                 return fail(f"ingesting {args.root} failed: {exc}")
         if store.get_collection(collection) is None:
             return fail(f"unknown collection {collection!r} in {data_dir}")
-        retriever = retriever_from(settings.retrieval, store, embedder)
-        metrics, details = evaluate_questions(retriever, collection, questions, k=max(args.k, 10))
+        retriever = retriever_from(settings.retrieval, store, embedder, settings.embedder)
+        metrics, details = evaluate_questions(retriever, collection, questions, k=max(args.k, 10),
+                                              root=args.root.resolve() if args.root else None)
         out: dict = {**metrics, "questions": len(questions)}
         if args.answers:
             from assistant.backends.base import create_backend
@@ -175,7 +176,7 @@ def run_questions(args: argparse.Namespace, settings: Settings) -> int:
         table.add_row(str(i), str(d["rank"] or "-"), d["source"], d["question"])
     console = Console()
     console.print(table)
-    console.print("  ".join(f"{k} {v}" for k, v in out.items() if k.startswith("hit@") or k in ("fact_recall", "search_ms_p50")))
+    console.print("  ".join(f"{k} {v}" for k, v in out.items() if k.startswith("hit@") or k in ("file_mrr@10", "symbol_in_range", "fact_recall", "search_ms_p50")))
     return 0
 
 

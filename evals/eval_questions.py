@@ -1,7 +1,12 @@
 """Does a question find its source file, and does the answer state the expected facts?
 
 A questions file is JSON Lines: `question`, `source` (a path relative to the ingested root) and
-optionally `answer_facts` (strings the answer should contain, compared case-insensitively).
+optionally `answer_facts` (strings the answer should contain, compared case-insensitively) and, for
+code, `symbol` (the name whose definition the cited lines should contain).
+
+Besides hit@k, the report gives file-level MRR@10 (1 / rank of the source among the distinct files
+found) and, for questions with a symbol, how often the best chunk of the source file cites a line
+range holding the symbol's definition (`symbol_in_range`).
 The folder is ingested through the ingestion package's own API, with the options `assistant ingest`
 would use.
 """
@@ -9,6 +14,7 @@ would use.
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +34,7 @@ class Question:
     question: str
     source: str
     answer_facts: list[str] = field(default_factory=list)
+    symbol: str = ""
 
 
 def load_questions(path: Path) -> list[Question]:
@@ -40,7 +47,8 @@ def load_questions(path: Path) -> list[Question]:
             row = json.loads(line)
             if not row.get("question") or not row.get("source"):
                 raise ValueError(f"{path}:{n}: each line needs 'question' and 'source'")
-            out.append(Question(row["question"], row["source"].strip("/"), list(row.get("answer_facts") or [])))
+            out.append(Question(row["question"], row["source"].strip("/"), list(row.get("answer_facts") or []),
+                                str(row.get("symbol") or "")))
     return out
 
 
@@ -56,10 +64,40 @@ def fact_recall(answer: str, facts: list[str]) -> tuple[int, int]:
     return found, len(facts)
 
 
+def definition_lines(text: str, symbol: str) -> list[int]:
+    """1-based lines of a file that define `symbol` (its last dotted part): `def`/`class` lines, else
+    assignments and mapping keys (`NAME = `, `"NAME": `); [] when none is found."""
+    name = re.escape(symbol.rsplit(".", 1)[-1])
+    lines = text.splitlines()
+    for pattern in (rf"^\s*(?:async\s+)?(?:def|class)\s+{name}\b", rf"^\s*(?:{name}\s*[:=]|[\"']{name}[\"']\s*:)"):
+        found = [i for i, line in enumerate(lines, start=1) if re.search(pattern, line)]
+        if found:
+            return found
+    return []
+
+
+def symbol_cited(hits: list, source: str, symbol: str, root: Path | None) -> bool | None:
+    """Whether the best hit of the source file cites lines holding the symbol's definition; None when
+    this cannot be told (no symbol, no root, the file unread or the symbol not found in it)."""
+    if not symbol or root is None:
+        return None
+    try:
+        wanted = definition_lines((root / source).read_text(encoding="utf-8", errors="replace"), symbol)
+    except OSError:
+        return None
+    if not wanted:
+        return None
+    best = next((h for h in hits if h.path == source), None)
+    if best is None or best.line_start is None or best.line_end is None:
+        return False
+    return any(best.line_start <= line <= best.line_end for line in wanted)
+
+
 def evaluate_questions(
-    retriever: Retriever, collection: str, questions: list[Question], *, k: int = 10
+    retriever: Retriever, collection: str, questions: list[Question], *, k: int = 10, root: Path | None = None
 ) -> tuple[dict[str, float], list[dict]]:
-    """hit@1, hit@5, hit@10 (the source among the top-k hits) and per-question details."""
+    """hit@1, hit@5, hit@10 (the source among the top-k hits), file-level MRR@10, the share of code
+    questions whose cited lines hold the symbol (with `root`), and per-question details."""
     details: list[dict] = []
     times: list[float] = []
     for q in questions:
@@ -67,13 +105,24 @@ def evaluate_questions(
         hits = retriever.search(q.question, collection, k=k)
         times.append((time.perf_counter() - t0) * 1000)
         paths = [h.path for h in hits]
+        files = list(dict.fromkeys(paths))  # distinct files, in the order of their best chunk
         rank = paths.index(q.source) + 1 if q.source in paths else None
-        details.append({"question": q.question, "source": q.source, "rank": rank, "top": paths[:3]})
+        file_rank = files.index(q.source) + 1 if q.source in files else None
+        d = {"question": q.question, "source": q.source, "rank": rank, "file_rank": file_rank, "top": files[:3]}
+        cited = symbol_cited(hits, q.source, q.symbol, root)
+        if cited is not None:
+            d["symbol_in_range"] = cited
+        details.append(d)
     n = max(len(questions), 1)
     metrics = {
         f"hit@{c}": round(sum(hit_at_k([d["source"]] if d["rank"] and d["rank"] <= c else [], d["source"], c) for d in details) / n, 4)
         for c in (1, 5, 10)
     }
+    metrics["file_mrr@10"] = round(sum(1 / d["file_rank"] for d in details if d["file_rank"] and d["file_rank"] <= 10) / n, 4)
+    checked = [d["symbol_in_range"] for d in details if "symbol_in_range" in d]
+    if checked:
+        metrics["symbol_in_range"] = round(sum(checked) / len(checked), 4)
+        metrics["symbol_questions"] = len(checked)
     metrics["search_ms_p50"] = round(percentile(times, 50), 1)
     return metrics, details
 

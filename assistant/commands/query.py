@@ -35,6 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--collection", "-c", required=True, action="append", help="collection (repeat for several)")
     p.add_argument("-k", type=int, default=10, help="hits to show")
     add_filter_options(p)
+    p.add_argument("--files", action="store_true", help="one hit per file: files ranked by their best chunk")
     p.add_argument("--json", action="store_true", help="print the hits as a JSON list")
     p.set_defaults(func=run_search)
 
@@ -70,7 +71,9 @@ def run_search(args: argparse.Namespace, settings: Settings) -> int:
     try:
         if err := check_scope(services, args.collection):
             return fail(err)
-        hits = [hit_to_source(h) for h in services.retriever.search(args.query, args.collection, args.k, filters=filters_of(args))]
+        found = services.retriever.search(args.query, args.collection, args.k, filters=filters_of(args),
+                                          per_document=1 if args.files else None)
+        hits = [hit_to_source(h) for h in found]
     finally:
         services.store.close()
     if args.json:

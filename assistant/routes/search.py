@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Annotated
+from typing import Annotated, Literal
 
 from anyio import to_thread
 from litestar import get
@@ -29,6 +29,9 @@ async def search(
     kind: Annotated[list[str] | None, Parameter(description="file type (md, py, pdf...); repeat")] = None,
     modified_after: Annotated[str | None, Parameter(description="epoch seconds or ISO-8601", max_length=64)] = None,
     modified_before: Annotated[str | None, Parameter(description="epoch seconds or ISO-8601", max_length=64)] = None,
+    group: Annotated[
+        Literal["chunks", "files"], Parameter(description="files: one hit per file, files ranked by their best chunk")
+    ] = "chunks",
 ) -> dict:
     if not q.strip():
         raise ValidationException("the query is empty")
@@ -42,10 +45,11 @@ async def search(
         )
     except (ValueError, TypeError, OverflowError) as exc:
         raise ValidationException(f"bad filter: {exc}") from None
-    search = functools.partial(services.retriever.search, q, collection, k, filters=filters)
+    per_document = 1 if group == "files" else None
+    search = functools.partial(services.retriever.search, q, collection, k, filters=filters, per_document=per_document)
     with services.search_gate.hold():  # BackendBusy beyond the cap: 429 + Retry-After
         hits = await to_thread.run_sync(search)
-    return {"query": q, "collections": collection, "hits": [hit_to_source(h) for h in hits]}
+    return {"query": q, "collections": collection, "group": group, "hits": [hit_to_source(h) for h in hits]}
 
 
 MAX_VALUES = 32

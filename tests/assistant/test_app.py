@@ -107,6 +107,15 @@ async def test_search_collections_documents_and_chunks(client):
     assert (await client.get("/api/search", params={"q": "x", "collection": "handbook", "k": 0})).status_code == 400
 
 
+async def test_search_reports_files_when_asked(client):
+    r = await client.get("/api/search", params={"q": "laptop", "collection": "handbook", "k": 5, "group": "files"})
+    assert r.status_code == 200 and r.json()["group"] == "files"
+    paths = [h["path"] for h in r.json()["hits"]]
+    assert paths and len(paths) == len(set(paths))
+    bad = await client.get("/api/search", params={"q": "laptop", "collection": "handbook", "group": "folders"})
+    assert bad.status_code == 400
+
+
 async def test_health_and_web_page(client):
     r = await client.get("/health")
     assert r.status_code == 200 and r.json()["status"] == "ok" and r.json()["backend"]["name"] == "echo"

@@ -119,6 +119,28 @@ def test_questions_hit_rates(store, embedder, questions_file):
     assert metrics["hit@10"] == 0.0
 
 
+def test_file_mrr_and_whether_the_cited_lines_hold_the_symbol(store, embedder, tmp_path):
+    from indexes.store import NewChunk, SourceInfo
+
+    from evals.eval_questions import definition_lines
+
+    source = "import os\n\n\ndef helper():\n    return 1\n\n\ndef make_response(rv):\n    return rv\n"
+    (tmp_path / "app.py").write_text(source)
+    assert definition_lines(source, "Flask.make_response") == [8]
+    coll = store.ensure_collection("code", embedder.name, embedder.dim)
+    chunks = [NewChunk(text="def helper():\n    return 1", line_start=4, line_end=5, symbol="helper"),
+              NewChunk(text="def make_response(rv):\n    return rv", line_start=8, line_end=9, symbol="make_response")]
+    store.write_document(coll, SourceInfo(path="app.py", title="app.py", kind="py"), chunks,
+                         embedder.embed([c.text for c in chunks]))
+    questions = [Question("make_response", "app.py", symbol="make_response"),
+                 Question("helper", "app.py", symbol="make_response"),
+                 Question("make_response", "other.py")]
+    metrics, details = evaluate_questions(Retriever(store, embedder), "code", questions, root=tmp_path)
+    assert [d.get("symbol_in_range") for d in details] == [True, False, None]
+    assert metrics["symbol_in_range"] == 0.5 and metrics["symbol_questions"] == 2
+    assert metrics["file_mrr@10"] == round(2 / 3, 4)
+
+
 def test_fact_recall_is_case_and_space_insensitive():
     assert fact_recall("Take  TWELVE weeks", ["twelve weeks", "paid"]) == (1, 2)
 

@@ -1,6 +1,7 @@
 """Above the ANN threshold a collection gets an IVF index: built on save, memory-mapped on load, kept
 in step with writes, close to exact search on clustered vectors, and filterable with ID selectors."""
 
+import faiss
 import numpy as np
 import pytest
 
@@ -66,6 +67,8 @@ def test_saved_ivf_is_mapped_on_load_and_copied_before_a_write(tmp_path):
     coll = again.require_collection("big")
     index = again.vector_index(coll)
     assert again.vectors.rebuilds == 0 and index.mapped
+    # no prefetch threads per search (they cost more CPU than the scan)
+    assert faiss.downcast_InvertedLists(index.ivf.invlists).prefetch_nthread == 0
     assert index.search(q, 5) == before
     # A write to a mapped index copies it into memory first, then applies the change.
     again.write_document(coll, SourceInfo(path="new.md"), [NewChunk(text="new")], q.reshape(1, -1))

@@ -59,3 +59,43 @@ def test_snippet_centres_on_the_query():
     text = "lorem " * 100 + "the travel desk books flights " + "ipsum " * 100
     s = snippet_of(text, "travel desk", width=80)
     assert "travel desk" in s and s.startswith("…") and s.endswith("…")
+
+
+def test_one_document_takes_at_most_its_cap_and_adjacent_chunks_merge(store, embedder):
+    coll = store.ensure_collection("long", embedder.name, embedder.dim)
+    texts = ["Expense reports are filed in the finance tool.", "Expense reports need a receipt for every item.",
+             "Meals are not reimbursed.", "Expense reports above 500 need a director's approval."]
+    store.write_document(coll, SourceInfo(path="finance.md", title="Finance", kind="md"),
+                         [NewChunk(text=t) for t in texts], embedder.embed(texts))
+    other = ["The travel desk books flights and hotels."]
+    store.write_document(coll, SourceInfo(path="travel.md", title="Travel", kind="md"), [NewChunk(text=t) for t in other],
+                         embedder.embed(other))
+    plain = Retriever(store, embedder).search("expense reports", "long", k=3)
+    assert [h.path for h in plain].count("finance.md") == 3
+    diverse = Retriever(store, embedder, per_document=1, merge_adjacent=True).search("expense reports", "long", k=3)
+    assert [h.path for h in diverse].count("finance.md") == 1 and "travel.md" in [h.path for h in diverse]
+    first = next(h for h in diverse if h.path == "finance.md")
+    assert len(first.chunk_ids) >= 2 and all(store.chunk_records([c])[c].text in first.text for c in first.chunk_ids)
+    files = Retriever(store, embedder).search("expense reports", "long", k=5, per_document=1)
+    assert sorted(h.path for h in files) == ["finance.md", "travel.md"]
+
+
+def test_source_prior_puts_the_defining_file_first(store, embedder):
+    from indexes.code_query import PathPrior
+
+    coll = store.ensure_collection("code", embedder.name, embedder.dim)
+    docs = {
+        "docs/api.rst": ("API", "make_response converts the return value of a view into a response object; "
+                         "use make_response to add headers to a response.", None, ""),
+        "tests/test_basic.py": ("test_basic.py", "def test_make_response(app):\n    rv = flask.make_response()\n"
+                                "    assert rv.status_code == 200", 1, "test_make_response"),
+        "src/app.py": ("app.py", "def make_response(self, rv):\n    \"\"\"Convert the return value of a view.\"\"\"\n"
+                       "    return self.response_class(rv)", 10, "Flask.make_response"),
+    }
+    for path, (title, text, line, symbol) in docs.items():
+        chunk = NewChunk(text=text, line_start=line, line_end=line + 3 if line else None, symbol=symbol)
+        store.write_document(coll, SourceInfo(path=path, title=title, kind=path.rsplit(".", 1)[1]), [chunk],
+                             embedder.embed([text]))
+    query = "Where is make_response implemented?"
+    ranked = Retriever(store, embedder, code_terms=True, prior=PathPrior(source=0.3, symbol=0.1)).search(query, "code", k=3)
+    assert ranked[0].path == "src/app.py"

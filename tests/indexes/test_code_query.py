@@ -1,0 +1,49 @@
+"""Identifiers in questions, and the prior that puts source files before their docs and tests."""
+
+from indexes.code_query import ChunkMeta, PathPrior, expand_terms, identifiers, is_code_question
+
+
+def test_identifiers_of_every_style_are_found():
+    q = "Where is make_response implemented, and how do SESSION_COOKIE_NAME, FlaskGroup and app.url_for() relate?"
+    assert identifiers(q) == ["app.url_for", "make_response", "SESSION_COOKIE_NAME", "url_for", "FlaskGroup"]
+
+
+def test_words_that_only_look_like_code_are_not_identifiers():
+    assert identifiers("Does mRNA vaccination raise IL-6? e.g. in mice. The end.") == []
+
+
+def test_terms_keep_the_whole_name_and_add_its_parts():
+    terms = expand_terms(["where", "flaskgroup", "defined"], "Where is FlaskGroup defined?")
+    assert terms[:3] == ["where", "flaskgroup", "defined"]
+    assert {"flask", "group"} <= set(terms)
+    assert expand_terms(["vacation"], "How much vacation do I get?") == ["vacation"]
+
+
+def test_code_questions_are_told_from_others():
+    assert is_code_question("Where is the session interface implemented?")
+    assert is_code_question("What does has_request_context check?")
+    assert is_code_question("会话是在哪个文件实现的？")
+    assert not is_code_question("How many weeks of parental leave do I get?")
+
+
+def _meta():
+    return {
+        1: ChunkMeta(10, 0, "docs/api.rst", "", line_cited=False),
+        2: ChunkMeta(11, 3, "tests/test_basic.py", "test_make_response", line_cited=True),
+        3: ChunkMeta(12, 7, "src/flask/app.py", "Flask.make_response", line_cited=True),
+    }
+
+
+def test_prior_lifts_source_over_docs_and_tests():
+    scores = {1: 0.9, 2: 0.85, 3: 0.7}
+    out = PathPrior(source=0.3, symbol=0.1).apply("Where is make_response implemented?", scores, _meta())
+    assert max(out, key=out.get) == 3
+    assert out[1] == 0.9 and out[2] == 0.85  # docs unchanged; tests get no source bonus
+    assert round(out[3], 6) == 1.1
+
+
+def test_code_questions_scope_leaves_other_questions_alone():
+    scores = {1: 0.9, 2: 0.85, 3: 0.7}
+    prior = PathPrior(source=0.3, scope="code-questions")
+    assert prior.apply("How do I configure the app for production?", scores, _meta()) == scores
+    assert PathPrior().apply("Where is make_response implemented?", scores, _meta()) == scores  # all zero: off
