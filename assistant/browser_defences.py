@@ -89,7 +89,8 @@ class BrowserDefences(AbstractMiddleware):
             if message["type"] == "http.response.start":
                 out = MutableScopeHeaders(message)
                 for key, value in SECURITY_HEADERS.items():
-                    out[key] = value
+                    if key not in out:  # a route's own, stricter policy stays (the original file's sandbox)
+                        out[key] = value
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

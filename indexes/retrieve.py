@@ -54,9 +54,9 @@ class Hit:
     chunk_ids: list[int] = field(default_factory=list)  # the chunks shown as this hit (adjacent ones merged)
 
     def to_dict(self) -> dict:
-        # Every field is a scalar, so a shallow copy is a full one (asdict deep-copies field by field:
-        # a few hundred microseconds per answer's sources, paid under the event loop's lock).
-        return dict(self.__dict__)
+        # Scalars and one list of ints: a shallow copy and a copy of the list are a full one (asdict
+        # deep-copies field by field: a few hundred microseconds per answer's sources, under the loop's lock).
+        return dict(self.__dict__, chunk_ids=list(self.chunk_ids))
 
 
 @dataclass

@@ -7,7 +7,8 @@ const KEY_STORAGE = "rag.apiKey";
 
 /** Headers sent with every API request. */
 function commonHeaders() {
-  const headers = { "X-Requested-With": "fetch" };
+  // X-Requested-By: the header the server asks of uploads (CSRF_HEADER in assistant/browser_defences.py).
+  const headers = { "X-Requested-By": "web" };
   const key = localStorage.getItem(KEY_STORAGE);
   if (key) headers.Authorization = `Bearer ${key}`;
   return headers;

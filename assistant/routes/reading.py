@@ -24,6 +24,8 @@ from pydantic import BaseModel, Field
 
 from indexes.reading import DocumentRef, document_by_id, document_of_chunk, passage
 
+from assistant.access import Identity, scoped
+from assistant.routes.deps import RowId
 from assistant.routes.ingestion import check_name
 from assistant.services import Services
 
@@ -62,11 +64,12 @@ def document_summary(doc: DocumentRef) -> dict:
     }
 
 
-def chunk_context(services: Services, chunk_id: int, neighbours: int) -> dict:
+def chunk_context(services: Services, identity: Identity, chunk_id: int, neighbours: int) -> dict:
     found = document_of_chunk(services.store, chunk_id)
     if found is None or deleted(found[0]):
         raise NotFoundException(f"no chunk {chunk_id}")
     doc, ordinal = found
+    identity.check_collection(doc.collection)
     p = passage(services.store, doc, [ordinal], neighbours)
     return {
         "document": document_summary(doc),
@@ -75,11 +78,12 @@ def chunk_context(services: Services, chunk_id: int, neighbours: int) -> dict:
     }
 
 
-def original_file(services: Services, document_id: int) -> tuple[Path, DocumentRef]:
+def original_file(services: Services, identity: Identity, document_id: int) -> tuple[Path, DocumentRef]:
     """The document's file on disk, when it still lies inside the root it was ingested from."""
     doc = document_by_id(services.store, document_id)
     if doc is None or deleted(doc):
         raise NotFoundException(f"no document {document_id}")
+    identity.check_collection(doc.collection)
     if not doc.root:
         raise NotFoundException(f"document {document_id} has no original file on this server")
     root = Path(doc.root).resolve()
@@ -99,32 +103,33 @@ def content_type(kind: str, name: str) -> tuple[str, str]:
     return "application/octet-stream", "attachment"
 
 
-@get("/api/chunks/{chunk_id:int}/context", tags=["collections"])
+@get("/api/chunks/{chunk_id:int}/context", tags=["collections"], opt=scoped("read"))
 async def chunk_in_context(
-    services: Services, chunk_id: int,
+    services: Services, identity: Identity, chunk_id: RowId,
     neighbours: Annotated[int, Parameter(ge=0, le=10, description="chunks shown before and after")] = 2,
 ) -> dict:
     """The chunk with its neighbouring chunks of the same document, in reading order."""
-    return await to_thread.run_sync(chunk_context, services, chunk_id, neighbours)
+    return await to_thread.run_sync(chunk_context, services, identity, chunk_id, neighbours)
 
 
-@get("/api/documents/{document_id:int}/file", tags=["collections"])
-async def document_file(services: Services, document_id: int) -> File:
+@get("/api/documents/{document_id:int}/file", tags=["collections"], opt=scoped("read"))
+async def document_file(services: Services, identity: Identity, document_id: RowId) -> File:
     """The original file of a document (a download unless it is a type shown safely inline)."""
-    path, doc = await to_thread.run_sync(original_file, services, document_id)
+    path, doc = await to_thread.run_sync(original_file, services, identity, document_id)
     media_type, disposition = content_type(doc.kind, path.name)
     return File(path=path, filename=path.name, media_type=media_type, content_disposition_type=disposition,
                 headers=FILE_HEADERS)
 
 
 class NewCollection(BaseModel):
-    name: str = Field(description="1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+    name: str = Field(max_length=64, description="1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
 
 
-@post("/api/collections", status_code=201, tags=["collections"])
-async def create_collection(services: Services, data: NewCollection) -> dict:
+@post("/api/collections", status_code=201, tags=["collections"], opt=scoped("ingest"))
+async def create_collection(services: Services, identity: Identity, data: NewCollection) -> dict:
     """Create an empty collection with the configured embedder (409 when it exists)."""
     check_name(data.name)
+    identity.check_collection(data.name)
     if services.store.get_collection(data.name) is not None:
         raise HTTPException(status_code=409, detail=f"collection {data.name!r} already exists")
     emb = services.embedder
