@@ -86,7 +86,7 @@ def parse(source: SourceFile, data: bytes | None = None) -> Parsed:
         if data is None:
             data = source.abs_path.read_bytes()
         return _parse(source, data)
-    except ParseError:
+    except (ParseError, MemoryError):  # out of memory: the parser process says which limit (parse_pool.py)
         raise
     except TextDecodeError as exc:
         raise ParseError(str(exc)) from exc

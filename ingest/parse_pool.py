@@ -127,9 +127,9 @@ class ParsePool:
         # more try in a new child, and only a second death is put down to the file itself.
         for _ in range(2):
             pool = self._pool()
-            future = pool.submit(_parse_in_child, source, data, chunk_tokens, overlap_tokens, model_path, max_seq,
-                                 memory_mb)
-            try:
+            try:  # submit() itself raises BrokenProcessPool when the child died since the last file
+                future = pool.submit(_parse_in_child, source, data, chunk_tokens, overlap_tokens, model_path, max_seq,
+                                     memory_mb)
                 return future.result(timeout=timeout_s)
             except FutureTimeout:
                 self._kill(pool)

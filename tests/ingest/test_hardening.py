@@ -124,3 +124,22 @@ def test_a_file_the_parser_cannot_finish_in_time_fails_and_the_next_run_goes_on(
     assert states["guide.md"][0] == "failed" and "took longer than 0.001 s" in states["guide.md"][1]
     info, states, texts = run_job(settings_factory(), embedder, [str(folder)])
     assert states["guide.md"] == ("done", None) and "canteen" in texts
+
+
+def test_a_file_that_needs_more_than_the_parser_memory_limit_fails_with_the_reason(tmp_path, settings_factory, embedder):
+    from ingest.parse_pool import ParsePool
+
+    # The limit is set in a parser process once, at its first file: start from a new one.
+    for pid in ParsePool.shared().child_pids():
+        os.kill(pid, 9)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    paragraph = "The canteen opens at noon and closes at three; the menu changes every week. "
+    (folder / "huge.md").write_text("".join(f"# Part {i}\n\n{paragraph * 40}\n\n" for i in range(8000)))
+    info, states, texts = run_job(settings_factory(ingest={"parse_memory_mb": 64}), embedder, [str(folder)])
+    assert info["status"] == "done"
+    state, reason = states["huge.md"]
+    assert state == "failed" and ("memory limit (64 MB)" in reason or "crashed" in reason), reason
+    assert "canteen" not in texts
+    for pid in ParsePool.shared().child_pids():  # the next test's parser runs without this limit
+        os.kill(pid, 9)
