@@ -119,9 +119,11 @@ def resolve_identity(connection: ASGIConnection) -> Identity:
     services = connection.app.state.services
     engine = services.store.engine
     token = bearer_token(connection)
+    # Keyless local use ignores whatever key a client sends: the openai package and editor plugins
+    # always send one (often a placeholder) and must work against a server that has no keys yet.
+    if keyless_allowed(services.settings, engine):
+        return LOCAL_USER
     if token is None:
-        if keyless_allowed(services.settings, engine):
-            return LOCAL_USER
         raise NotAuthorizedException(
             "an API key is needed: send `Authorization: Bearer <key>`" + ("" if active_key_count(engine) else
                                                                           f"; {CREATE_KEY_HINT}"),
