@@ -66,7 +66,8 @@ def test_two_replicas_share_one_store(settings_factory, embedder, pg_url, tmp_pa
         with replica(settings_factory, embedder, "a", pg_url) as a, replica(settings_factory, embedder, "b", pg_url) as b:
             assert "archive.md" not in paths_found(b)
             with upload.open("rb") as fh:
-                job = httpx.post(f"{a}/api/collections/wiki/documents", files={"file": ("archive.md", fh)}, timeout=30).json()
+                job = httpx.post(f"{a}/api/collections/wiki/documents", files={"file": ("archive.md", fh)},
+                                 headers={"X-Requested-By": "test"}, timeout=30).json()
             deadline = time.monotonic() + 120
             while httpx.get(f"{a}/api/jobs/{job['job']}", timeout=30).json()["status"] != "done":
                 assert time.monotonic() < deadline, "the upload was not ingested"
