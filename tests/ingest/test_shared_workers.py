@@ -1,6 +1,7 @@
-"""Workers sharing one job on PostgreSQL: 4 `assistant worker` processes ingest 2,000 files while two
-of them are SIGKILLed mid-run and started again; every file ends up ingested exactly once, with exact
-chunk counts and job progress."""
+"""Workers sharing one job on PostgreSQL: 4 `assistant worker` processes ingest the files while two of
+them are SIGKILLed mid-run and started again; every file ends up ingested exactly once, with exact
+chunk counts and job progress. The suite runs 600 files; ASSISTANT_TEST_SHARED_FILES=2000 is the full
+measurement (about 5 minutes on 2 cores)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from indexes.lease import FileLeases
 from indexes.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
-FILES = 2000
+FILES = int(os.environ.get("ASSISTANT_TEST_SHARED_FILES", "600"))
 
 
 def start_worker(data_dir: Path, url: str) -> subprocess.Popen:
@@ -80,7 +81,7 @@ def test_four_workers_two_killed_lose_nothing_and_double_nothing(tmp_path, pg_ur
     workers = [start_worker(tmp_path / f"w{i}", pg_url) for i in range(4)]
     try:
         started = time.monotonic()
-        wait_for(lambda: jobs.progress(job.id)["files_done"] >= 400, 300, "400 files")
+        wait_for(lambda: jobs.progress(job.id)["files_done"] >= FILES // 5, 300, f"{FILES // 5} files")
         for w in workers[:2]:
             w.send_signal(signal.SIGKILL)
             w.wait()
