@@ -109,6 +109,7 @@ def test_four_workers_two_killed_lose_nothing_and_double_nothing(tmp_path, pg_ur
         assert q("SELECT coalesce(sum(n_chunks), 0) FROM document") == FILES
         assert q("SELECT count(*) FROM ingestfile WHERE state = 'done'") == FILES
     coll = store.get_collection("notes")
-    hits = store.lexical.search([coll.id], ["w" + str(1234 * 7919 % 100003)], 3).top
-    assert [store.chunk_records([hits[0][0]])[hits[0][0]].path] == ["note_1234.py"]
+    i = FILES * 5 // 8  # one file, found by its own word
+    hits = store.lexical.search([coll.id], ["w" + str(i * 7919 % 100003)], 3).top
+    assert [store.chunk_records([hits[0][0]])[hits[0][0]].path] == [f"note_{i:04d}.py"]
     store.close()
