@@ -79,7 +79,11 @@ class JobLink:
             self.jobs.record(self.job_id, states)
             self.last_flush = now
         if force or now - self.last_beat >= self.heartbeat_s:
-            self.status = self.jobs.heartbeat(self.job_id, self.worker)
+            self.status = self.beat()
             self.last_beat = now
             if self.status != "running":
                 self.stop.set()
+
+    def beat(self) -> str:
+        """Tell the queue this worker still runs the job; the job's status now."""
+        return self.jobs.heartbeat(self.job_id, self.worker)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -40,18 +39,10 @@ class LeaseLink(JobLink):
     """A run's tie to a shared job: file states buffered as a JobLink's; its heartbeat stops the run
     when the job is no longer running (cancelled). The leases are renewed by `Heartbeat`."""
 
-    def flush(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if self.buffer and (force or now - self.last_flush >= self.flush_s):
-            states, self.buffer = list(self.buffer.values()), {}
-            self.jobs.record(self.job_id, states)
-            self.last_flush = now
-        if force or now - self.last_beat >= self.heartbeat_s:
-            job = self.jobs.get(self.job_id)
-            self.status = job.status if job is not None else "cancelled"
-            self.last_beat = now
-            if self.status != "running":
-                self.stop.set()
+    def beat(self) -> str:
+        """A shared job has no single owner to renew: only read whether it still runs."""
+        job = self.jobs.get(self.job_id)
+        return job.status if job is not None else "cancelled"
 
 
 class Heartbeat:
