@@ -212,6 +212,11 @@ class RetrievalSettings(BaseModel):
         "postgres = PostgreSQL's full-text search (tsvector, ts_rank_cd, pg_trgm for CJK; needs database_url), "
         "auto = the one that measured better (docs/deployment.md); a SQLite store always searches its FTS5 tables"
     )
+    pg_rank: Literal["ts_rank_cd", "idf", "bm25"] = Field(
+        "bm25", description="ranking when retrieval.lexical = postgres: ts_rank_cd of the whole query; idf = each "
+        "term's ts_rank_cd weighted by its inverse document frequency; bm25 = that with BM25's term-frequency "
+        "saturation and length normalisation (measured best, docs/deployment.md)"
+    )
     pg_rank_normalisation: int = Field(
         0, ge=0, le=63, description="ts_rank_cd normalisation bits when retrieval.lexical = postgres (0 = none, "
         "1 = 1 + log(length), 2 = length, 4 = mean harmonic distance of extents, 8 = unique words, 32 = rank/(rank+1))"

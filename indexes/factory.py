@@ -41,6 +41,7 @@ class RetrievalConfig(Protocol):
     lexical_budget: int
     drop_stopwords: bool
     lexical: Any
+    pg_rank: Any
     pg_rank_normalisation: int
     ann_threshold: int
     ann_nlist: int
@@ -88,7 +89,7 @@ def retriever_from(config: RetrievalConfig, store: Store, embedder: Any,
     from indexes.rerank import CrossEncoderReranker
 
     store.configure_vectors(vector_options_from(config))
-    store.configure_lexical(config.lexical, normalisation=config.pg_rank_normalisation)
+    store.configure_lexical(config.lexical, rank=config.pg_rank, normalisation=config.pg_rank_normalisation)
     return Retriever(
         store,
         embedder,

@@ -41,6 +41,8 @@ VALUES_SQL = (
 _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
 _PHRASE = re.compile(r'"((?:[^"]|"")*)"')
 BATCH = 1000
+RANKS = ("ts_rank_cd", "idf", "bm25")
+K1, B = 1.2, 0.75  # BM25's usual constants (FTS5 uses the same)
 
 
 def _words(text: str) -> str:
@@ -94,14 +96,18 @@ class PgLexical(Lexical):
 
     `normalisation` is ts_rank_cd's (0 = none, 1 = divided by 1 + log(length), 2 = by length,
     4 = by the mean harmonic distance of extents, 8 = by unique words, 32 = rank / (rank + 1)).
-    `idf` weights each term's ts_rank_cd by its inverse document frequency (ts_rank_cd has none: a
-    common word counts as much as a rare one), from the counts the budget already takes.
+    `rank` (see `_rank_sql`): ts_rank_cd alone has no inverse document frequency (a common word counts
+    as much as a rare one) and no saturation; `idf` and `bm25` add them from the counts the budget
+    already takes.
     """
 
-    def __init__(self, engine: Engine, *, normalisation: int = 0, idf: bool = True, **kwargs) -> None:
+    def __init__(self, engine: Engine, *, rank: str = "bm25", normalisation: int = 0, **kwargs) -> None:
         super().__init__(engine, **kwargs)
+        if rank not in RANKS:
+            raise ValueError(f"unknown PostgreSQL ranking {rank!r}: use {', '.join(RANKS)}")
+        self.rank = rank
         self.normalisation = int(normalisation)
-        self.idf = idf
+        self._stats_cache: tuple[int, int, float] = (0, 0, 1.0)
 
     def document_frequency(self, conn, terms: list[str], cap: int) -> dict[str, int]:
         """Rows matching each term, counted up to cap + 1 (exact below cap), cached per term."""
@@ -132,21 +138,56 @@ class PgLexical(Lexical):
         chosen = [m.replace('""', '"') for m in _PHRASE.findall(expr)]
         return tsquery_text(chosen, "&" if " AND " in expr else "|")
 
+    def _exact_frequency(self, conn, terms: list[str], total: int) -> dict[str, int]:
+        """Exact matching rows of each term: from the cache where the budget's count was exact (the
+        terms a budgeted plan keeps always are), else counted."""
+        with self._lock:
+            cached = {t: self._df.get(t) for t in terms}
+        exact = {t: hit[0] for t, hit in cached.items() if hit is not None and hit[0] <= hit[1]}
+        missing = [t for t in terms if t not in exact]
+        if missing:
+            exact.update(self.document_frequency(conn, missing, total))
+        return exact
+
+    def _stats(self, conn) -> tuple[int, float]:
+        """(chunks, mean distinct lexemes per chunk) for IDF and length normalisation; refreshed with the
+        term counts' cache (when the store grows by a tenth)."""
+        with self._lock:
+            cached = self._stats_cache if self._stats_cache[0] == self._df_scale and self._df_scale else None
+        if cached is None:
+            n, mean = driver(conn).execute(
+                "SELECT count(*), coalesce(avg(length(lexical_vector)), 1) FROM chunk").fetchone()
+            cached = (self._df_scale, int(n), max(float(mean), 1.0))
+            with self._lock:
+                self._stats_cache = cached
+        return cached[1], cached[2]
+
     def _rank_sql(self, conn, match: str, weights: Weights) -> tuple[str, dict]:
-        """The score expression: ts_rank_cd of the whole query, or the IDF-weighted sum over its terms."""
+        """The score expression over `lexical_vector`: ts_rank_cd of the whole query (`ts_rank_cd`), or a
+        sum over its terms of ts_rank_cd weighted by the term's IDF (`idf`), or with BM25's saturation and
+        length normalisation besides (`bm25`: a single term's ts_rank_cd is the sum of its occurrences'
+        weights, i.e. a weighted term frequency)."""
         w = rank_weights(weights)
         norm = self.normalisation
-        terms = [t.strip("() ") for t in match.split(" | ")] if self.idf and " | " in match else []
-        if not terms:
+        terms = [t.strip("() ") for t in match.split(" | ")] if self.rank != "ts_rank_cd" else []
+        if not terms or " & " in match:
             return f"ts_rank_cd('{w}', lexical_vector, to_tsquery('{CONFIG}', :q), {norm})", {}
-        total = max(1, self._df_scale or int(driver(conn).execute("SELECT count(*) FROM chunk").fetchone()[0]))
-        df = self.document_frequency(conn, terms, max(total, 1))
+        total, mean_len = self._stats(conn)
+        df = self._exact_frequency(conn, terms, total)
+        body = max(weights.body / max(weights.title, weights.headings, weights.body, 1e-9), 1e-9)
         params: dict = {}
         parts = []
         for i, t in enumerate(terms):
-            idf = math.log(1.0 + (total - df[t] + 0.5) / (df[t] + 0.5))
+            d = min(df.get(t, 0), total)
+            idf = math.log(1.0 + (total - d + 0.5) / (d + 0.5))
             params[f"t{i}"] = t
-            parts.append(f"{idf:.6f} * ts_rank_cd('{w}', lexical_vector, to_tsquery('{CONFIG}', :t{i}), {norm})")
+            rank = f"ts_rank_cd('{w}', lexical_vector, to_tsquery('{CONFIG}', :t{i}), {norm})"
+            if self.rank == "bm25":
+                tf = f"({rank} / {body:.6g})"
+                parts.append(f"{idf:.6f} * {tf} * {K1 + 1} / ({tf} + {K1} * (1 - {B} + {B} * "
+                             f"length(lexical_vector) / {mean_len:.4f}))")
+            else:
+                parts.append(f"{idf:.6f} * {rank}")
         return " + ".join(parts), params
 
     def search(

@@ -111,7 +111,7 @@ class Store:
         self.lexical_copy = LexicalCopy(self.engine, self.data_dir / "lexical.db") if self.postgres else None
         self.lexical = CopiedLexical(self.lexical_copy) if self.lexical_copy else Lexical(self.engine)
 
-    def configure_lexical(self, kind: str = "auto", *, normalisation: int = 0) -> None:
+    def configure_lexical(self, kind: str = "auto", *, rank: str = "bm25", normalisation: int = 0) -> None:
         """Where lexical candidates come from: the store's FTS5 tables on SQLite; on PostgreSQL this
         replica's FTS5 copy (`copy`) or PostgreSQL's own full-text search (`postgres`,
         indexes/pg_lexical.py); `auto` = the copy, which measured better (docs/deployment.md)."""
@@ -124,7 +124,7 @@ class Store:
             if self.lexical_copy is not None:
                 self.lexical_copy.close()
                 self.lexical_copy = None
-            self.lexical = pg_lexical.PgLexical(self.engine, normalisation=normalisation)
+            self.lexical = pg_lexical.PgLexical(self.engine, rank=rank, normalisation=normalisation)
         elif self.postgres and self.lexical_copy is None:
             self.lexical_copy = LexicalCopy(self.engine, self.data_dir / "lexical.db")
             self.lexical = CopiedLexical(self.lexical_copy)

@@ -36,7 +36,9 @@ def top_paths(store: Store, question: str, k: int = 5, **filters) -> list[str]:
     return [records[cid].path for cid, _ in hits]
 
 
-def test_an_english_question_finds_its_chunk_and_unmatched_chunks_score_zero(pg_store):
+@pytest.mark.parametrize("rank", ["bm25", "idf", "ts_rank_cd"])
+def test_an_english_question_finds_its_chunk_and_unmatched_chunks_score_zero(pg_store, rank):
+    pg_store.configure_lexical("postgres", rank=rank, normalisation=1)
     write(pg_store, "vacation.md", [NewChunk(text="Employees request vacation days through the HR portal.")], seed=1)
     write(pg_store, "backup.md", [NewChunk(text="Backups of the build servers run every night at two.")], seed=2)
     write(pg_store, "laptop.md", [NewChunk(text="A new laptop is configured by IT on the first day.")], seed=3)
@@ -120,3 +122,19 @@ def test_the_setting_refuses_a_sqlite_store_with_a_clear_message(tmp_path, setti
             store.configure_lexical("postgres")
     finally:
         store.close()
+
+
+def test_a_store_copied_into_postgres_gets_its_search_columns(tmp_path, pg_url):
+    from indexes.copy import copy_store
+
+    source = Store(tmp_path / "sqlite")
+    write(source, "a.md", [NewChunk(text="the copied walrus chapter")], seed=1)
+    write(source, "b.md", [NewChunk(text="复制过来的海象章节")], seed=2)
+    target = Store(tmp_path / "pg", database_url=pg_url)
+    try:
+        copy_store(source.engine, target.engine)
+        target.configure_lexical("postgres")
+        assert top_paths(target, "walrus") == ["a.md"] and top_paths(target, "海象章节") == ["b.md"]
+    finally:
+        source.close()
+        target.close()
