@@ -162,33 +162,37 @@ class PgLexical(Lexical):
                 self._stats_cache = cached
         return cached[1], cached[2]
 
-    def _rank_sql(self, conn, match: str, weights: Weights) -> tuple[str, dict]:
+    def _rank_sql(self, conn, match: str, weights: Weights) -> tuple[str, dict, str]:
         """The score expression over `lexical_vector`: ts_rank_cd of the whole query (`ts_rank_cd`), or a
         sum over its terms of ts_rank_cd weighted by the term's IDF (`idf`), or with BM25's saturation and
         length normalisation besides (`bm25`: a single term's ts_rank_cd is the sum of its occurrences'
-        weights, i.e. a weighted term frequency)."""
+        weights, i.e. a weighted term frequency). Returns the expression, its parameters and what to
+        join to `FROM chunk` (bm25 computes each term's ts_rank_cd once per row in a LATERAL)."""
         w = rank_weights(weights)
         norm = self.normalisation
         terms = [t.strip("() ") for t in match.split(" | ")] if self.rank != "ts_rank_cd" else []
         if not terms or " & " in match:
-            return f"ts_rank_cd('{w}', lexical_vector, to_tsquery('{CONFIG}', :q), {norm})", {}
+            return f"ts_rank_cd('{w}', lexical_vector, to_tsquery('{CONFIG}', :q), {norm})", {}, ""
         total, mean_len = self._stats(conn)
         df = self._exact_frequency(conn, terms, total)
         body = max(weights.body / max(weights.title, weights.headings, weights.body, 1e-9), 1e-9)
         params: dict = {}
-        parts = []
+        parts, ranks = [], []
         for i, t in enumerate(terms):
             d = min(df.get(t, 0), total)
             idf = math.log(1.0 + (total - d + 0.5) / (d + 0.5))
             params[f"t{i}"] = t
             rank = f"ts_rank_cd('{w}', lexical_vector, to_tsquery('{CONFIG}', :t{i}), {norm})"
             if self.rank == "bm25":
-                tf = f"({rank} / {body:.6g})"
-                parts.append(f"{idf:.6f} * {tf} * {K1 + 1} / ({tf} + {K1} * (1 - {B} + {B} * "
-                             f"length(lexical_vector) / {mean_len:.4f}))")
+                ranks.append(f"{rank} / {body:.6g} AS r{i}")
+                parts.append(f"{idf:.6f} * r.r{i} * {K1 + 1} / (r.r{i} + r.k)")
             else:
                 parts.append(f"{idf:.6f} * {rank}")
-        return " + ".join(parts), params
+        if not ranks:
+            return " + ".join(parts), params, ""
+        k = f"{K1} * (1 - {B} + {B} * length(lexical_vector) / {mean_len:.4f}) AS k"
+        # OFFSET 0 keeps the planner from pulling the subquery up (which would repeat each ts_rank_cd)
+        return " + ".join(parts), params, f" CROSS JOIN LATERAL (SELECT {', '.join(ranks)}, {k} OFFSET 0) AS r"
 
     def search(
         self,
@@ -209,7 +213,7 @@ class PgLexical(Lexical):
             match = self.plan(conn, terms, budget)
             rows: list = []
             if match:
-                score, params = self._rank_sql(conn, match, weights)
+                score, params, join = self._rank_sql(conn, match, weights)
                 where = f"collection_id IN ({marks}) AND lexical_vector @@ to_tsquery('{CONFIG}', :q)"
                 params.update(q=match, n=read)
                 if filters is not None and not filters.is_empty:
@@ -217,7 +221,8 @@ class PgLexical(Lexical):
                     where += f" AND id IN ({sub})"
                     params.update(sub_params)
                 rows = driver(conn).execute(
-                    f"SELECT id, {score} AS score FROM chunk WHERE {where} ORDER BY score DESC, id LIMIT :n", params
+                    f"SELECT id, {score} AS score FROM chunk{join} WHERE {where} ORDER BY score DESC, id LIMIT :n",
+                    params,
                 ).fetchall()
             cjk_hits = search_cjk(conn, collection_ids, terms, read, filters)
         ranked = [(int(r[0]), float(r[1])) for r in rows]
@@ -235,10 +240,10 @@ class PgLexical(Lexical):
             return {int(c): 0.0 for c in chunk_ids}
         marks = ",".join(str(int(c)) for c in chunk_ids)
         with self.engine.connect() as conn:
-            score, params = self._rank_sql(conn, match, weights)
+            score, params, join = self._rank_sql(conn, match, weights)
             params["q"] = match
             rows = driver(conn).execute(
-                f"SELECT id, {score} FROM chunk WHERE id IN ({marks}) AND lexical_vector @@ to_tsquery('{CONFIG}', :q)",
+                f"SELECT id, {score} FROM chunk{join} WHERE id IN ({marks}) AND lexical_vector @@ to_tsquery('{CONFIG}', :q)",
                 params,
             ).fetchall()
         found = {int(r[0]): float(r[1]) for r in rows}
