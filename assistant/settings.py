@@ -210,7 +210,7 @@ class RetrievalSettings(BaseModel):
     lexical: Literal["auto", "copy", "postgres"] = Field(
         "auto", description="lexical search of a store on PostgreSQL: copy = each replica's FTS5 copy (lexical.db), "
         "postgres = PostgreSQL's full-text search (tsvector, ts_rank_cd, pg_trgm for CJK; needs database_url), "
-        "auto = the one that measured better (docs/deployment.md); a SQLite store always searches its FTS5 tables"
+        "auto = copy, which measured better (docs/deployment.md); a SQLite store always searches its FTS5 tables"
     )
     pg_rank: Literal["ts_rank_cd", "idf", "bm25"] = Field(
         "bm25", description="ranking when retrieval.lexical = postgres: ts_rank_cd of the whole query; idf = each "
