@@ -138,3 +138,23 @@ def test_a_store_copied_into_postgres_gets_its_search_columns(tmp_path, pg_url):
     finally:
         source.close()
         target.close()
+
+
+def test_the_retriever_takes_its_lexical_candidates_from_postgres(pg_store, embedder, settings_factory, pg_url):
+    from indexes.factory import retriever_from
+    from indexes.pg_lexical import PgLexical
+
+    coll = pg_store.ensure_collection("docs", embedder.name, embedder.dim)
+    pages = {"travel/booking.md": "Book flights through the travel desk at least 14 days ahead.",
+             "leave/vacation.md": "Annual leave accrues at 4 hours per pay period.",
+             "code/app.py": "def make_response(rv):\n    return Response(rv)"}
+    for path, text in pages.items():
+        pg_store.write_document(coll, SourceInfo(path=path, title=path, kind=path.rsplit(".", 1)[1]),
+                                [NewChunk(text=text)], embedder.embed([text]))
+    settings = settings_factory(database_url=pg_url, retrieval={"lexical": "postgres"})
+    retriever = retriever_from(settings.retrieval, pg_store, embedder)
+    assert isinstance(pg_store.lexical, PgLexical) and pg_store.lexical_copy is None
+    (hit,) = retriever.search("make_response", "docs", k=1)
+    assert hit.path == "code/app.py" and hit.lexical_rank == 1
+    hits = retriever.search("how many hours of annual leave?", "docs", k=3, filters={"paths": ["leave/*"]})
+    assert [h.path for h in hits] == ["leave/vacation.md"] and hits[0].lexical_score > 0
