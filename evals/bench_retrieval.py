@@ -233,7 +233,9 @@ def bench_size(n: int, embedder: Embedder, config: RetrievalConfig, *, queries: 
         log("  measuring ANN recall against exact search")
         result["ann"] = ann_recall(store, qvecs, nprobes)
         # The SQLite store searches its own FTS5 tables whichever lexical search PostgreSQL's side uses.
-        sqlite_config = config.model_copy(update={"lexical": "auto"}) if getattr(config, "lexical", "auto") == "postgres" else config
+        sqlite_config = config
+        if getattr(config, "lexical", "auto") == "postgres":
+            sqlite_config = config.model_copy(update={"lexical": "auto"})
         retriever = retriever_from(sqlite_config, store, QueryEmbedder(embedder, dict(zip(texts, qvecs))))
         log("  measuring hybrid search latency")
         result["load_average_before"] = [round(x, 2) for x in os.getloadavg()]

@@ -28,7 +28,8 @@ from sqlalchemy.engine import Engine
 from indexes import cjk
 from indexes.db import driver
 from indexes.filters import SearchFilters
-from indexes.lexical import CHUNK_TEXT_SQL, WORD, ChunkText, Lexical, LexicalResult, Weights, identifier_words, path_terms
+from indexes.lexical import (CHUNK_TEXT_SQL, WORD, ChunkText, Lexical, LexicalResult, Weights, identifier_words,
+                             path_terms)
 
 CONFIG = "english"
 COLUMNS = ("lexical_vector", "lexical_cjk")
@@ -243,7 +244,8 @@ class PgLexical(Lexical):
             score, params, join = self._rank_sql(conn, match, weights)
             params["q"] = match
             rows = driver(conn).execute(
-                f"SELECT id, {score} FROM chunk{join} WHERE id IN ({marks}) AND lexical_vector @@ to_tsquery('{CONFIG}', :q)",
+                f"SELECT id, {score} FROM chunk{join} "
+                f"WHERE id IN ({marks}) AND lexical_vector @@ to_tsquery('{CONFIG}', :q)",
                 params,
             ).fetchall()
         found = {int(r[0]): float(r[1]) for r in rows}
