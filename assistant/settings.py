@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, Field, field_validator
+from pydantic import AfterValidator, BaseModel, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from indexes.code_query import DEFAULT_TEST_PATHS
@@ -207,6 +207,20 @@ class RetrievalSettings(BaseModel):
         2000, ge=0, description="most rows BM25 may score per query: the rarest query terms are kept within it (0 = no limit)"
     )
     drop_stopwords: bool = Field(True, description="leave English stop words out of the BM25 query")
+    lexical: Literal["auto", "copy", "postgres"] = Field(
+        "auto", description="lexical search of a store on PostgreSQL: copy = each replica's FTS5 copy (lexical.db), "
+        "postgres = PostgreSQL's full-text search (tsvector, ts_rank_cd, pg_trgm for CJK; needs database_url), "
+        "auto = copy, which measured better (docs/deployment.md); a SQLite store always searches its FTS5 tables"
+    )
+    pg_rank: Literal["ts_rank_cd", "idf", "bm25"] = Field(
+        "bm25", description="ranking when retrieval.lexical = postgres: ts_rank_cd of the whole query; idf = each "
+        "term's ts_rank_cd weighted by its inverse document frequency; bm25 = that with BM25's term-frequency "
+        "saturation and length normalisation (measured best, docs/deployment.md)"
+    )
+    pg_rank_normalisation: int = Field(
+        0, ge=0, le=63, description="ts_rank_cd normalisation bits when retrieval.lexical = postgres (0 = none, "
+        "1 = 1 + log(length), 2 = length, 4 = mean harmonic distance of extents, 8 = unique words, 32 = rank/(rank+1))"
+    )
     ann_threshold: int = Field(50_000, ge=1, description="vectors from which a collection gets an IVF (approximate) index instead of exact search")
     ann_nlist: int = Field(0, ge=0, description="IVF lists; 0 = automatic (a power of two near 2 * sqrt(vectors))")
     ann_nprobe: int = Field(32, ge=1, description="IVF lists searched per query: higher = better recall, slower")
@@ -398,6 +412,13 @@ class Settings(BaseSettings):
         if v and not v.startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
             raise ValueError("database_url must be a postgresql+psycopg://... URL (empty = SQLite in data_dir)")
         return "postgresql+psycopg://" + v.split("://", 1)[1] if v else v
+
+    @model_validator(mode="after")
+    def _lexical_needs_postgres(self) -> "Settings":
+        if self.retrieval.lexical == "postgres" and not self.database_url:
+            raise ValueError("retrieval.lexical = 'postgres' needs database_url (a postgresql+psycopg://... URL); "
+                             "a SQLite store searches its own FTS5 tables (use auto or copy)")
+        return self
 
     @field_validator("backend", mode="after")
     @classmethod

@@ -232,7 +232,11 @@ def bench_size(n: int, embedder: Embedder, config: RetrievalConfig, *, queries: 
         qvecs = corpus.query_vectors(np.stack([src_vecs[cid] for cid in ids]))
         log("  measuring ANN recall against exact search")
         result["ann"] = ann_recall(store, qvecs, nprobes)
-        retriever = retriever_from(config, store, QueryEmbedder(embedder, dict(zip(texts, qvecs))))
+        # The SQLite store searches its own FTS5 tables whichever lexical search PostgreSQL's side uses.
+        sqlite_config = config
+        if getattr(config, "lexical", "auto") == "postgres":
+            sqlite_config = config.model_copy(update={"lexical": "auto"})
+        retriever = retriever_from(sqlite_config, store, QueryEmbedder(embedder, dict(zip(texts, qvecs))))
         log("  measuring hybrid search latency")
         result["load_average_before"] = [round(x, 2) for x in os.getloadavg()]
         result["search"] = latency(retriever, texts)
@@ -290,7 +294,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     result = run_bench(sizes, embedder_from(settings.embedder), r, keep=args.keep, log=log, nprobes=nprobes,
                        queries=args.queries, database_url=settings.database_url)
     result["settings"] = {"ann_threshold": r.ann_threshold, "ann_nprobe": r.ann_nprobe, "lexical_budget": r.lexical_budget,
-                          "fusion": r.fusion, "candidates": r.candidates}
+                          "fusion": r.fusion, "candidates": r.candidates, "lexical": r.lexical}
     if args.json:
         print(json.dumps(result))
         return 0

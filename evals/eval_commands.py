@@ -139,7 +139,7 @@ def run_questions(args: argparse.Namespace, settings: Settings) -> int:
         data_dir = args.store.expanduser() if args.store else Path(temp := tempfile.mkdtemp(prefix="assistant-eval-"))
         collection = EVAL_COLLECTION
     settings = settings.model_copy(update={"data_dir": data_dir})
-    store = Store(data_dir)
+    store = Store(data_dir, database_url=settings.database_url)  # on PostgreSQL, data_dir holds the derived indexes
     embedder = embedder_from(settings.embedder)
     try:
         if args.root and not args.collection:

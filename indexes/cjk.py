@@ -33,25 +33,28 @@ def row(chunk_id: int, title: str, headings: str, body: str, collection_id: int)
     return (chunk_id, joined, collection_id) if has_cjk(joined) else None
 
 
-def search(conn, collection_ids: list[int], query_terms: list[str], limit: int) -> list[tuple[int, float]]:
-    """(chunk id, score) of chunks sharing the query's CJK text, best first; [] for a query without any."""
-    runs = [r for t in query_terms for r in cjk_runs(t)]
-    if not runs or not collection_ids or limit <= 0:
-        return []
+def query_grams(query_terms: list[str]) -> tuple[list[str], list[str]]:
+    """A query's CJK runs as distinct trigrams (at most MAX_TRIGRAMS) and the runs too short for one."""
     grams: list[str] = []
     pairs: list[str] = []
-    for run in runs:
+    for run in (r for t in query_terms for r in cjk_runs(t)):
         if len(run) >= 3:
             grams.extend(g for g in (run[i : i + 3] for i in range(len(run) - 2)) if g not in grams)
-        elif len(run) == 2:
+        else:
             pairs.append(run)
-        elif len(run) == 1:
-            pairs.append(run)
+    return grams[:MAX_TRIGRAMS], pairs
+
+
+def search(conn, collection_ids: list[int], query_terms: list[str], limit: int) -> list[tuple[int, float]]:
+    """(chunk id, score) of chunks sharing the query's CJK text, best first; [] for a query without any."""
+    grams, pairs = query_grams(query_terms)
+    if not (grams or pairs) or not collection_ids or limit <= 0:
+        return []
     marks = ",".join(str(int(c)) for c in collection_ids)
     raw = conn.connection.driver_connection
     scores: dict[int, float] = {}
     if grams:
-        match = " OR ".join('"' + g + '"' for g in grams[:MAX_TRIGRAMS])
+        match = " OR ".join('"' + g + '"' for g in grams)
         for rowid, score in raw.execute(
             f"SELECT rowid, -bm25(chunk_cjk) FROM chunk_cjk WHERE chunk_cjk MATCH ? AND collection_id IN ({marks}) "
             "ORDER BY rank LIMIT ?", (match, limit)).fetchall():

@@ -40,6 +40,9 @@ class RetrievalConfig(Protocol):
     path_weight: float
     lexical_budget: int
     drop_stopwords: bool
+    lexical: Any
+    pg_rank: Any
+    pg_rank_normalisation: int
     ann_threshold: int
     ann_nlist: int
     ann_nprobe: int
@@ -86,6 +89,7 @@ def retriever_from(config: RetrievalConfig, store: Store, embedder: Any,
     from indexes.rerank import CrossEncoderReranker
 
     store.configure_vectors(vector_options_from(config))
+    store.configure_lexical(config.lexical, rank=config.pg_rank, normalisation=config.pg_rank_normalisation)
     return Retriever(
         store,
         embedder,

@@ -23,6 +23,30 @@ def _timestamp(value: float | int | str | datetime | None) -> float | None:
     return datetime.fromisoformat(str(value)).timestamp()
 
 
+_REGEX_SPECIAL = set(".^$*+?()[]{}|\\")
+
+
+def glob_regex(pattern: str) -> str:
+    """A SQLite GLOB pattern (`*` crosses `/`, `?`, `[a-z]`, `[^x]`; case-sensitive) as an anchored
+    POSIX regular expression with the same matches, for PostgreSQL's `~`."""
+    out, i = ["^"], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        end = pattern.find("]", i + 2) if ch == "[" else -1
+        if ch == "*":
+            out.append(".*")
+        elif ch == "?":
+            out.append(".")
+        elif end > 0:
+            body = pattern[i + 1 : end]
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = end
+        else:
+            out.append("\\" + ch if ch in _REGEX_SPECIAL else ch)
+        i += 1
+    return "".join(out) + "$"
+
+
 @dataclass(frozen=True)
 class SearchFilters:
     """Restrict a search to some documents; every given condition must hold (empty = no condition).
@@ -61,15 +85,16 @@ class SearchFilters:
     def is_empty(self) -> bool:
         return not (self.paths or self.kinds or self.modified_after is not None or self.modified_before is not None)
 
-    def document_condition(self, alias: str = "d") -> tuple[str, dict[str, Any]]:
-        """An SQL boolean expression over the document table (aliased) with its named parameters."""
+    def document_condition(self, alias: str = "d", *, postgres: bool = False) -> tuple[str, dict[str, Any]]:
+        """An SQL boolean expression over the document table (aliased) with its named parameters
+        (on PostgreSQL, which has no GLOB, the path globs become anchored regular expressions)."""
         parts: list[str] = []
         params: dict[str, Any] = {}
         if self.paths:
             names = []
             for i, pattern in enumerate(self.paths):
-                params[f"f_path{i}"] = pattern
-                names.append(f"{alias}.path GLOB :f_path{i}")
+                params[f"f_path{i}"] = glob_regex(pattern) if postgres else pattern
+                names.append(f"{alias}.path {'~' if postgres else 'GLOB'} :f_path{i}")
             parts.append("(" + " OR ".join(names) + ")")
         if self.kinds:
             marks = []
@@ -83,11 +108,11 @@ class SearchFilters:
         if self.modified_before is not None:
             params["f_before"] = self.modified_before
             parts.append(f"{alias}.mtime <= :f_before")
-        return (" AND ".join(parts) or "1"), params
+        return (" AND ".join(parts) or ("TRUE" if postgres else "1")), params
 
-    def chunk_subquery(self, collection_ids: list[int]) -> tuple[str, dict[str, Any]]:
+    def chunk_subquery(self, collection_ids: list[int], *, postgres: bool = False) -> tuple[str, dict[str, Any]]:
         """`SELECT chunk ids` of the allowed documents in these collections, for `rowid IN (...)`."""
-        cond, params = self.document_condition("d")
+        cond, params = self.document_condition("d", postgres=postgres)
         marks = ",".join(str(int(c)) for c in collection_ids) or "NULL"
         sql = (
             "SELECT c.id FROM chunk c JOIN document d ON d.id = c.document_id "

@@ -18,7 +18,7 @@ import numpy as np
 from sqlalchemy import delete, func, update
 from sqlmodel import Session, select
 
-from indexes import lexical
+from indexes import lexical, pg_lexical
 from indexes.db import driver, make_store_engine, read_rows
 from indexes.filters import SearchFilters
 from indexes.lexical import ChunkText, Lexical
@@ -110,6 +110,24 @@ class Store:
                                      load_ids=self.chunk_ids, load_vectors=self.chunk_vectors)
         self.lexical_copy = LexicalCopy(self.engine, self.data_dir / "lexical.db") if self.postgres else None
         self.lexical = CopiedLexical(self.lexical_copy) if self.lexical_copy else Lexical(self.engine)
+
+    def configure_lexical(self, kind: str = "auto", *, rank: str = "bm25", normalisation: int = 0) -> None:
+        """Where lexical candidates come from: the store's FTS5 tables on SQLite; on PostgreSQL this
+        replica's FTS5 copy (`copy`) or PostgreSQL's own full-text search (`postgres`,
+        indexes/pg_lexical.py); `auto` = the copy, which measured better (docs/deployment.md)."""
+        if kind not in ("auto", "copy", "postgres"):
+            raise StoreError(f"unknown lexical search {kind!r}: use auto, copy or postgres")
+        if kind == "postgres" and not self.postgres:
+            raise StoreError("lexical search 'postgres' needs the store on PostgreSQL (database_url = "
+                             "postgresql+psycopg://...); a SQLite store searches its own FTS5 tables")
+        if kind == "postgres":
+            if self.lexical_copy is not None:
+                self.lexical_copy.close()
+                self.lexical_copy = None
+            self.lexical = pg_lexical.PgLexical(self.engine, rank=rank, normalisation=normalisation)
+        elif self.postgres and self.lexical_copy is None:
+            self.lexical_copy = LexicalCopy(self.engine, self.data_dir / "lexical.db")
+            self.lexical = CopiedLexical(self.lexical_copy)
 
     def configure_vectors(self, options: VectorOptions) -> None:
         """Change how vector indexes are built and searched (ANN threshold, lists, probes, mmap)."""
@@ -293,7 +311,16 @@ class Store:
                 texts.append(ChunkText(cid, collection.id, item.source.title, c.heading_path, c.symbol, c.text,
                                        item.source.path))
             added.append((ids, vecs))
-        if chunk_rows:
+        if chunk_rows and postgres:  # the search columns in the same statement (indexes/pg_lexical.py)
+            path_words: dict[str, str] = {}
+            raw.executemany(
+                "INSERT INTO chunk (id, document_id, collection_id, ordinal, text, heading_path, anchor, page, "
+                "line_start, line_end, symbol, n_tokens, embedding, lexical_vector, lexical_cjk) "
+                f"VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,{pg_lexical.VALUES_SQL})",
+                [(*row, *pg_lexical.column_values(t, path_words.setdefault(t.path, lexical.path_terms(t.path))))
+                 for row, t in zip(chunk_rows, texts)],
+            )
+        elif chunk_rows:
             raw.executemany(
                 "INSERT INTO chunk (id, document_id, collection_id, ordinal, text, heading_path, anchor, page, "
                 "line_start, line_end, symbol, n_tokens, embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -388,6 +415,9 @@ class Store:
         if self.lexical_copy is not None:  # the filters are SQLite's (GLOB): asked of the FTS5 copy
             self.lexical_copy.sync()
             rows = read_rows(self.lexical_copy.engine, sql, params)
+        elif self.postgres:
+            sql, params = filters.chunk_subquery([collection_id], postgres=True)
+            rows = read_rows(self.engine, sql, params)
         else:
             rows = read_rows(self.engine, sql, params)
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))

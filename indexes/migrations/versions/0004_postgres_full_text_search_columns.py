@@ -1,0 +1,38 @@
+"""PostgreSQL full-text search columns of chunks (tsvector, pg_trgm); nothing on SQLite
+
+Revision ID: 0004
+Revises: 0003
+Create Date: 2026-12-01 06:30:00.000000
+"""
+
+from __future__ import annotations
+
+from alembic import op
+
+from indexes.pg import PgDriver
+from indexes.pg_lexical import fill_missing
+
+revision = '0004'
+down_revision = '0003'
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    # SQLite keeps its FTS5 tables beside the rows (indexes/db.py); these columns are PostgreSQL's own.
+    if op.get_bind().dialect.name != "postgresql":
+        return
+    op.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+    op.execute("ALTER TABLE chunk ADD COLUMN IF NOT EXISTS lexical_vector tsvector, "
+               "ADD COLUMN IF NOT EXISTS lexical_cjk text")
+    fill_missing(PgDriver(op.get_bind().connection.driver_connection))  # chunks written before this revision
+    op.execute("CREATE INDEX IF NOT EXISTS ix_chunk_lexical_vector ON chunk USING gin (lexical_vector)")
+    op.execute("CREATE INDEX IF NOT EXISTS ix_chunk_lexical_cjk ON chunk USING gin (lexical_cjk gin_trgm_ops)")
+
+
+def downgrade() -> None:
+    if op.get_bind().dialect.name != "postgresql":
+        return
+    op.execute("DROP INDEX IF EXISTS ix_chunk_lexical_cjk")
+    op.execute("DROP INDEX IF EXISTS ix_chunk_lexical_vector")
+    op.execute("ALTER TABLE chunk DROP COLUMN IF EXISTS lexical_cjk, DROP COLUMN IF EXISTS lexical_vector")
