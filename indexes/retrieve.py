@@ -13,6 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
 from indexes.code_query import ChunkMeta, PathPrior, expand_terms
 from indexes.db import read_rows
 from indexes.diversity import Place, diverse_places, merge_texts
@@ -69,6 +71,18 @@ class Candidates:
     dense_scores: dict[int, float] = field(default_factory=dict)  # cosine, every candidate
     lexical_scores: dict[int, float] = field(default_factory=dict)  # BM25 (0 = no term matched), every candidate
     match: str = ""  # the FTS5 expression that was run
+    meta: dict[int, ChunkMeta] = field(default_factory=dict)  # when asked: each candidate's document, path, ...
+
+
+META_COLUMNS = (
+    "c.id, c.document_id, c.ordinal, d.path, c.symbol, c.line_start IS NOT NULL "
+    "FROM chunk c JOIN document d ON d.id = c.document_id"
+)
+
+
+def _meta(row) -> ChunkMeta:
+    """A ChunkMeta from the META_COLUMNS of one row."""
+    return ChunkMeta(int(row[1]), int(row[2]), row[3], row[4] or "", bool(row[5]))
 
 
 def fts_query(query: str) -> str:
@@ -160,9 +174,16 @@ class Retriever:
         return colls
 
     def candidates(
-        self, query: str, collections: str | list[str], n: int, *, filters: SearchFilters | dict | None = None
+        self,
+        query: str,
+        collections: str | list[str],
+        n: int,
+        *,
+        filters: SearchFilters | dict | None = None,
+        with_meta: bool = False,
     ) -> Candidates:
-        """The top n of each retriever, inside the filters, with both scores for every candidate."""
+        """The top n of each retriever, inside the filters, with both scores for every candidate
+        (and, `with_meta`, what the prior and the diversity pass need of each, read on the way)."""
         colls = self.collections(collections)
         flt = SearchFilters.coerce(filters)
         query = normalise_query(query)
@@ -170,36 +191,27 @@ class Retriever:
         if not query or n <= 0:
             return out
 
-        # The question is embedded in a worker thread while BM25 runs here: ONNX Runtime (or torch),
-        # SQLite and FAISS release the GIL, so the two halves overlap on two cores.
+        # Two halves run at once: a worker thread embeds the question and searches FAISS while this
+        # thread runs BM25 and reads its candidates' vectors. ONNX Runtime (or torch), SQLite and
+        # FAISS release the GIL, so on two cores a search takes the longer half, not their sum.
         dense_colls = [c for c in colls if c.dim]
-        # Each collection's question vector comes from the model its chunks were embedded with.
-        models = {c.id: self.embedder_of(c) for c in dense_colls}
-        first = models[dense_colls[0].id] if dense_colls else self.embedder
-        embedding = self._pool.submit(first.embed_query, query) if dense_colls and self._pool else None
+        dense_job = None
+        if dense_colls and self._pool is not None:
+            dense_job = self._pool.submit(self._dense, query, dense_colls, n, flt, with_meta)
         lexical = self._lexical(colls, query, n, flt)
-        # Stored vectors of the BM25 candidates, read before the query vector is needed.
-        lexical_vecs = self.store.chunk_vectors([cid for cid, _ in lexical.top]) if dense_colls else {}
-        searches = [
-            (self.store.vector_index(c), self.store.allowed_chunk_ids(c.id, flt) if flt else None) for c in dense_colls
-        ]
-        qvec = None
-        dense: list[tuple[int, float]] = []
+        out.lexical = [cid for cid, _ in lexical.top]
+        lexical_vecs: dict[int, np.ndarray] = {}
         if dense_colls:
-            qvec = embedding.result() if embedding is not None else first.embed_query(query)
-            vectors = {first.name: qvec}
-            for coll, (index, allowed) in zip(dense_colls, searches):
-                model = models[coll.id]
-                if model.name not in vectors:
-                    vectors[model.name] = model.embed_query(query)
-                dense.extend(index.search(vectors[model.name], n, allowed=allowed))
-            if len(vectors) > 1:
-                qvec = None  # BM25 candidates' cosines would mix models: they get the dense minimum instead
-            dense.sort(key=lambda t: (-t[1], t[0]))
-            dense = dense[:n]
+            lexical_vecs, lexical_meta = self._vectors_and_meta(out.lexical, with_meta)
+            out.meta.update(lexical_meta)
+        elif with_meta:
+            out.meta.update(self.chunk_meta(out.lexical))
+        qvec, dense, dense_meta = (
+            dense_job.result() if dense_job is not None else self._dense(query, dense_colls, n, flt, with_meta)
+        )
+        out.meta.update(dense_meta)
 
         out.dense = [cid for cid, _ in dense]
-        out.lexical = [cid for cid, _ in lexical.top]
         out.match = lexical.match
         out.dense_scores = dict(dense)
         out.lexical_scores = dict(lexical.top)
@@ -219,6 +231,41 @@ class Retriever:
         if unknown:
             out.lexical_scores.update(self.store.lexical.scores(unknown, out.match, weights=self.weights))
         return out
+
+    def _dense(
+        self, query: str, colls: list, n: int, flt: SearchFilters | None, with_meta: bool
+    ) -> tuple[np.ndarray | None, list[tuple[int, float]], dict[int, ChunkMeta]]:
+        """The question's vector (None when collections of different models were asked: their cosines
+        would not compare), the n nearest chunks over the collections, and their metadata if asked."""
+        if not colls:
+            return None, [], {}
+        # Each collection's question vector comes from the model its chunks were embedded with.
+        models = {c.id: self.embedder_of(c) for c in colls}
+        vectors: dict[str, np.ndarray] = {}
+        dense: list[tuple[int, float]] = []
+        for coll in colls:
+            model = models[coll.id]
+            if model.name not in vectors:
+                vectors[model.name] = model.embed_query(query)
+            allowed = self.store.allowed_chunk_ids(coll.id, flt) if flt else None
+            dense.extend(self.store.vector_index(coll).search(vectors[model.name], n, allowed=allowed))
+        dense.sort(key=lambda t: (-t[1], t[0]))
+        dense = dense[:n]
+        qvec = next(iter(vectors.values())) if len(vectors) == 1 else None
+        return qvec, dense, self.chunk_meta([cid for cid, _ in dense]) if with_meta else {}
+
+    def _vectors_and_meta(self, chunk_ids: list[int], with_meta: bool) -> tuple[dict[int, np.ndarray], dict[int, ChunkMeta]]:
+        """Stored vectors of some chunks and, if asked, their metadata, in one read."""
+        if not with_meta:
+            return self.store.chunk_vectors(chunk_ids), {}
+        if not chunk_ids:
+            return {}, {}
+        marks = ",".join(str(int(c)) for c in chunk_ids)
+        rows = read_rows(self.store.engine, f"SELECT c.embedding, {META_COLUMNS} WHERE c.id IN ({marks})")
+        return (
+            {int(r[1]): np.frombuffer(r[0], dtype=np.float32) for r in rows},
+            {int(r[1]): _meta(r[1:]) for r in rows},
+        )
 
     def _lexical(self, colls, query: str, n: int, flt: SearchFilters | None) -> LexicalResult:
         terms = query_terms(query, drop_stopwords=self.drop_stopwords)
@@ -278,11 +325,14 @@ class Retriever:
             return []
         cap = self.per_document if per_document is None else per_document
         n = max(self.candidates_n, k)
-        cands = self.candidates(query, collections, n, filters=filters)
+        want_meta = bool(self.prior.active or cap or self.merge_adjacent)
+        cands = self.candidates(query, collections, n, filters=filters, with_meta=want_meta)
         fused = self.fuse(cands, fusion)
-        meta: dict[int, ChunkMeta] = {}
+        meta = cands.meta
+        if want_meta:
+            missing = [cid for cid in fused if cid not in meta]
+            meta.update(self.chunk_meta(missing))
         if self.prior.active:
-            meta = self.chunk_meta(list(fused))
             fused = self.prior.apply(cands.query, fused, meta)
         order = ranked(fused)
         scores = fused
@@ -292,8 +342,6 @@ class Retriever:
             order, rerank_scores = self.rerank(cands.query, order, records)
             scores = {**fused, **rerank_scores}
         if cap or self.merge_adjacent:
-            if not meta:
-                meta = self.chunk_meta(order)
             places = diverse_places(order, meta, k, per_document=cap, merge_adjacent=self.merge_adjacent)
             wanted = [cid for p in places for cid in p.chunk_ids if cid not in records]
             records.update(self.store.chunk_records(wanted))
@@ -309,12 +357,8 @@ class Retriever:
         if not chunk_ids:
             return {}
         marks = ",".join(str(int(c)) for c in chunk_ids)
-        rows = read_rows(
-            self.store.engine,
-            "SELECT c.id, c.document_id, c.ordinal, d.path, c.symbol, c.line_start IS NOT NULL "
-            f"FROM chunk c JOIN document d ON d.id = c.document_id WHERE c.id IN ({marks})",
-        )
-        return {int(r[0]): ChunkMeta(int(r[1]), int(r[2]), r[3], r[4] or "", bool(r[5])) for r in rows}
+        rows = read_rows(self.store.engine, f"SELECT {META_COLUMNS} WHERE c.id IN ({marks})")
+        return {int(r[0]): _meta(r) for r in rows}
 
     def place_hits(self, cands: Candidates, places: list[Place], records: dict[int, ChunkRecord],
                    scores: dict[int, float]) -> list[Hit]:

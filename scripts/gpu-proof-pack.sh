@@ -21,7 +21,7 @@ WHEELS=(litestar litestar-htmx msgspec multidict multipart polyfactory faker ric
         greenlet pydantic pydantic-core pydantic-settings python-dotenv annotated-types typing-inspection
         openai jiter distro sniffio uvicorn faiss-cpu docutils diskcache
         mcp httpx-sse sse-starlette starlette python-multipart pyjwt jsonschema jsonschema-specifications
-        referencing rpds-py)
+        referencing rpds-py alembic Mako onnx ml-dtypes protobuf)
 
 die() { echo "gpu-proof-pack: $*" >&2; exit 2; }
 
