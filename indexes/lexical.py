@@ -214,7 +214,7 @@ class Lexical:
         if total > budget and len(by_rarity) > 1:
             # Even the rarest term matches too much: ask for rows with the two rarest together,
             # ranking the terms by counts taken further than the budget.
-            df = self.document_frequency(conn, by_rarity, 16 * budget)
+            df = self.document_frequency(conn, by_rarity, 4 * budget)
             a, b = sorted(by_rarity, key=lambda t: (df[t], terms.index(t)))[:2]
             return f"{phrase(a)} AND {phrase(b)}"
         return " OR ".join(phrase(t) for t in chosen)
