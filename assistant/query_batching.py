@@ -3,9 +3,7 @@
 Sixteen concurrent questions embedded one by one make sixteen small forward passes fight over the CPU
 (~5x slower than one batch of sixteen, measured with MiniLM on two cores), which delays every answer's
 first token. Here the first caller embeds what is waiting; callers that arrive meanwhile queue, and
-the next batch takes them all as soon as the running one ends. A lone question never waits. An
-embedder that runs each question alone anyway (the int8 ONNX encoder) is called directly, from each
-caller's thread.
+the next batch takes them all as soon as the running one ends. A lone question never waits.
 """
 
 from __future__ import annotations
@@ -42,10 +40,6 @@ class BatchingEmbedder:
         return getattr(self._embedder, name)
 
     def embed_query(self, query: str) -> np.ndarray:
-        if not getattr(self._embedder, "batches_queries", True):
-            # One question per forward pass anyway: a queue would only run them one after another
-            # (64 questions at once waited ~290 ms for theirs), where threads run them side by side.
-            return self._embedder.embed_query(query)
         me = _Waiter(query)
         with self._lock:
             self._pending.append(me)

@@ -140,14 +140,6 @@ class Embedder:
             logger.info("queries are embedded with torch: %s", exc)
             return None
 
-    @property
-    def batches_queries(self) -> bool:
-        """Whether questions embedded together share one forward pass (torch, fp32 ONNX). The int8
-        encoder runs each question alone (its vectors must not depend on their neighbours), so
-        concurrent questions gain from running in their own threads, not from waiting in a queue."""
-        encoder = self.query_encoder
-        return encoder is None or not encoder.int8
-
     def embed_queries(self, queries: list[str]) -> np.ndarray:
         """Embed questions (few, short texts) on the low-latency path; same vectors as `embed`, to ~1e-3."""
         if not queries:
