@@ -253,7 +253,7 @@ class Lexical:
             sql = f"SELECT rowid, -{weights.bm25()} AS score FROM chunk_fts WHERE {where} ORDER BY score DESC LIMIT :n"
             rows = conn.connection.driver_connection.execute(sql, params).fetchall()
             cjk_hits = cjk.search(conn, collection_ids, terms, read)
-        ranked = [(int(r[0]), float(r[1])) for r in rows]
+        ranked = rows  # (rowid, score) tuples of int and float already: up to `budget` rows, no copy
         if cjk_hits:  # CJK words matched by trigrams (indexes/cjk.py): their scores add to BM25's
             merged = dict(ranked)
             for cid, score in cjk_hits:
