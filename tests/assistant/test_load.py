@@ -70,7 +70,9 @@ def services(settings_factory, make_services, embedder, request):
                                                                   "n_ctx": 1024, "n_threads": 2, "max_queue": 8},
                                     generation={"max_tokens": 16})
     else:
-        settings = settings_factory(echo={"delay_s": 0.002}, server={"max_concurrent_answers": 32})
+        # Answers long enough (a 50 ms pause per word) and a cap small enough that the clients always
+        # outnumber the answers in flight, however fast retrieval hands questions over on this machine.
+        settings = settings_factory(echo={"delay_s": 0.05}, server={"max_concurrent_answers": 8})
     return make_services(settings, lambda s: write_pages(s, embedder, "handbook", PAGES))
 
 
