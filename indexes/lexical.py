@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Engine
 
 from indexes import cjk
-from indexes.db import read_rows
+from indexes.db import driver, read_rows
 from indexes.filters import SearchFilters
 
 WORD = re.compile(r"\w+", re.UNICODE)
@@ -176,24 +176,28 @@ class Lexical:
 
     def document_frequency(self, conn, terms: list[str], cap: int) -> dict[str, int]:
         """Rows matching each term, counted up to cap + 1 (exact below cap), cached per term."""
-        raw = conn.connection.driver_connection
-        scale = raw.execute("SELECT coalesce(max(id), 0) FROM chunk").fetchone()[0]
+        raw = driver(conn)
+        scale = int(raw.execute("SELECT coalesce(max(id), 0) FROM chunk").fetchone()[0])
         with self._lock:
             if scale < self._df_scale or scale > 1.1 * self._df_scale or len(self._df) > self._cache_size:
                 self._df.clear()
                 self._df_scale = scale
             cached = {t: self._df.get(t) for t in terms}
         out: dict[str, int] = {}
-        sql = "SELECT count(*) FROM (SELECT 1 FROM chunk_fts WHERE chunk_fts MATCH :t LIMIT :cap)"
         for t in terms:
             hit = cached[t]
             if hit is not None and (hit[0] <= hit[1] or hit[1] >= cap):  # exact, or counted at least as far
                 out[t] = min(hit[0], cap + 1)
                 continue
-            out[t] = int(raw.execute(sql, {"t": phrase(t), "cap": cap + 1}).fetchone()[0])
+            out[t] = self.count_matches(raw, t, cap + 1)
             with self._lock:
                 self._df[t] = (out[t], cap)
         return out
+
+    def count_matches(self, raw, term: str, limit: int) -> int:
+        """Rows the term matches, counted up to limit."""
+        sql = "SELECT count(*) FROM (SELECT 1 FROM chunk_fts WHERE chunk_fts MATCH :t LIMIT :cap)"
+        return int(raw.execute(sql, {"t": phrase(term), "cap": limit}).fetchone()[0])
 
     def plan(self, conn, terms: list[str], budget: int) -> str:
         """The FTS5 expression for these terms: all of them OR-ed, or the rarest ones within budget."""

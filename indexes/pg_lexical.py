@@ -32,8 +32,6 @@ from indexes.lexical import (CHUNK_TEXT_SQL, WORD, ChunkText, Lexical, LexicalRe
                              path_terms)
 
 CONFIG = "english"
-COLUMNS = ("lexical_vector", "lexical_cjk")
-INDEXES = ("ix_chunk_lexical_vector", "ix_chunk_lexical_cjk")
 # The two columns' values in an INSERT or UPDATE, sqlite3 placeholders (indexes/pg.py rewrites them).
 VALUES_SQL = (
     f"setweight(to_tsvector('{CONFIG}', ?), 'A') || setweight(to_tsvector('{CONFIG}', ?), 'B') || "
@@ -110,28 +108,14 @@ class PgLexical(Lexical):
         self.normalisation = int(normalisation)
         self._stats_cache: tuple[int, int, float] = (0, 0, 1.0)
 
-    def document_frequency(self, conn, terms: list[str], cap: int) -> dict[str, int]:
-        """Rows matching each term, counted up to cap + 1 (exact below cap), cached per term."""
-        raw = driver(conn)
-        scale = int(raw.execute("SELECT coalesce(max(id), 0) FROM chunk").fetchone()[0])
-        with self._lock:
-            if scale < self._df_scale or scale > 1.1 * self._df_scale or len(self._df) > self._cache_size:
-                self._df.clear()
-                self._df_scale = scale
-            cached = {t: self._df.get(t) for t in terms}
-        out: dict[str, int] = {}
+    def count_matches(self, raw, term: str, limit: int) -> int:
+        """Rows whose search vector matches the term, counted up to limit."""
+        q = tsquery_text([term])
+        if not q:
+            return 0
         sql = (f"SELECT count(*) FROM (SELECT 1 FROM chunk WHERE lexical_vector @@ to_tsquery('{CONFIG}', :t) "
                "LIMIT :cap) AS m")
-        for t in terms:
-            hit = cached[t]
-            if hit is not None and (hit[0] <= hit[1] or hit[1] >= cap):
-                out[t] = min(hit[0], cap + 1)
-                continue
-            q = tsquery_text([t])
-            out[t] = int(raw.execute(sql, {"t": q, "cap": cap + 1}).fetchone()[0]) if q else 0
-            with self._lock:
-                self._df[t] = (out[t], cap)
-        return out
+        return int(raw.execute(sql, {"t": q, "cap": limit}).fetchone()[0])
 
     def plan(self, conn, terms: list[str], budget: int) -> str:
         """The tsquery text for these terms: all OR-ed, or the rarest within budget (as FTS5's plan)."""
