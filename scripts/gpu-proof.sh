@@ -13,8 +13,10 @@
 #
 # usage: gpu-proof.sh [STAGE] --pack DIR --out DIR [--work DIR] [--arch NN] [--jobs N] [--slots N]
 #                     [--requests N] [--rounds N] [--max-tokens N] [--engine-args "FLAGS"] [--bench-sampling JSON]
+#                     [--engine-cpus LIST]
 #        (bench serve's requests, rounds and answer length; more llama-server flags; what both sides of the bench send
-#         the engine, by default no prompt cache and every answer to max tokens: see docs/benchmarks.md)
+#         the engine, by default no prompt cache and every answer to max tokens: see docs/benchmarks.md;
+#         --engine-cpus pins llama-server to those CPUs (taskset syntax, e.g. 0-7) and the server and the bench to the rest)
 #        gpu-proof.sh assemble-only PIECES_DIR DEST_DIR   (join + sha256 check, nothing else)
 set -euo pipefail
 
@@ -38,9 +40,9 @@ case ${1:-} in
   build|install|assemble|run|all) STAGE=$1; shift ;;
   assemble-only) [[ $# -eq 3 ]] || die "usage: assemble-only PIECES_DIR DEST_DIR"
     pieces=$(cd "$2" && pwd); assemble "$pieces" "$3"; exit 0 ;;
-  ""|-h|--help) sed -n '2,18p' "$0"; exit 2 ;;
+  ""|-h|--help) sed -n '2,20p' "$0"; exit 2 ;;
 esac
-PACK=""; OUT=""; WORK=/tmp/gpu-proof; ARCH=""; JOBS=$(nproc); SLOTS=64; REQUESTS=""; ROUNDS=""; MAX_TOKENS=""; ENGINE_ARGS=""
+PACK=""; OUT=""; WORK=/tmp/gpu-proof; ARCH=""; JOBS=$(nproc); SLOTS=64; REQUESTS=""; ROUNDS=""; MAX_TOKENS=""; ENGINE_ARGS=""; ENGINE_CPUS=""
 BENCH_SAMPLING='{"cache_prompt": false, "ignore_eos": true}'
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -55,6 +57,7 @@ while [[ $# -gt 0 ]]; do
     --max-tokens) MAX_TOKENS=${2:?}; shift 2 ;;
     --engine-args) ENGINE_ARGS=${2?}; shift 2 ;;
     --bench-sampling) BENCH_SAMPLING=${2:?}; shift 2 ;;
+    --engine-cpus) ENGINE_CPUS=${2:?}; shift 2 ;;
     *) die "unknown argument: $1" ;;
   esac
 done
@@ -63,6 +66,8 @@ done
 [[ -z $ARCH || $ARCH =~ ^[0-9]{2,3}$ ]] || die "--arch takes a compute capability without the dot, e.g. 70 or 90"
 [[ $JOBS =~ ^[1-9][0-9]*$ && $SLOTS =~ ^[1-9][0-9]*$ && ${REQUESTS:-1} =~ ^[1-9][0-9]*$ && ${ROUNDS:-1} =~ ^[1-9][0-9]*$ \
    && ${MAX_TOKENS:-1} =~ ^[1-9][0-9]*$ ]] || die "--jobs, --slots, --requests, --rounds and --max-tokens take positive integers"
+[[ -z $ENGINE_CPUS || $ENGINE_CPUS =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] \
+  || die "--engine-cpus takes a CPU list such as 0-7 or 0-3,8-11"
 [[ $BENCH_SAMPLING == \{*\} ]] || die "--bench-sampling takes a JSON object, e.g. '{\"ignore_eos\": true}'"
 PACK=$(cd "$PACK" && pwd); mkdir -p "$OUT" "$WORK"; OUT=$(cd "$OUT" && pwd)
 BUILD=$WORK/build; SITE=$WORK/site; PY=${PYTHON:-python3}
@@ -109,10 +114,24 @@ run_proof() {
   mkdir -p "$SITE/llama_cpp/lib"; find "$BUILD" -name 'lib*.so*' -exec cp -a {} "$SITE/llama_cpp/lib/" \;
   export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} LLAMA_CPP_LIB_PATH=$BUILD/bin HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
   export ASSISTANT_DATA_DIR=$WORK/data ASSISTANT_EMBEDDER_MODEL_PATH=$WORK/minilm PYTHONUNBUFFERED=1
-  { nvidia-smi; nvcc --version | tail -2; "$PY" --version; } >"$OUT/environment.txt" 2>&1 || true
+  { nvidia-smi; nvcc --version | tail -2; "$PY" --version; lscpu; } >"$OUT/environment.txt" 2>&1 || true
+  # With --engine-cpus the engine and our processes do not share cores: the engine's per-token CPU work
+  # (sampling over a 262k vocabulary, one slot after another) is what limits it past 4 requests here.
+  local engine_pin=() ours_pin=()
+  if [[ -n $ENGINE_CPUS ]]; then
+    local rest
+    rest=$("$PY" -c 'import os, sys
+mine = set()
+for part in sys.argv[1].split(","):
+    a, _, b = part.partition("-"); mine.update(range(int(a), int(b or a) + 1))
+print(",".join(str(c) for c in sorted(os.sched_getaffinity(0) - mine)))' "$ENGINE_CPUS")
+    [[ -n $rest ]] || die "--engine-cpus $ENGINE_CPUS leaves no CPU for the server and the bench"
+    engine_pin=(taskset -c "$ENGINE_CPUS"); ours_pin=(taskset -c "$rest")
+    echo "engine on CPUs $ENGINE_CPUS; server and bench on $rest" | tee -a "$OUT/environment.txt"
+  fi
   local port=8089 ctx=$((SLOTS * 2048))
   # shellcheck disable=SC2086  # ENGINE_ARGS is a list of flags
-  "$BUILD/bin/llama-server" -m "$WORK/model.gguf" -ngl 99 -np "$SLOTS" -c "$ctx" --cont-batching --metrics \
+  "${engine_pin[@]}" "$BUILD/bin/llama-server" -m "$WORK/model.gguf" -ngl 99 -np "$SLOTS" -c "$ctx" --cont-batching --metrics \
     --host 127.0.0.1 --port $port --alias gemma-3-270m $ENGINE_ARGS >"$OUT/llama-server.log" 2>&1 &
   ENGINE_PID=$!
   local server=$ENGINE_PID
@@ -145,11 +164,11 @@ PYEOF
   # serves a request depends on arrival order, and the two sides' orders differ); every answer runs to
   # max tokens, so both sides generate the same number of tokens whatever the text.
   ASSISTANT_OPENAI_SAMPLING=$BENCH_SAMPLING \
-  "$PY" -m assistant.cli bench serve --collection docs --concurrency 1,4,16,64 ${REQUESTS:+--requests $REQUESTS} \
+  "${ours_pin[@]}" "$PY" -m assistant.cli bench serve --collection docs --concurrency 1,4,16,64 ${REQUESTS:+--requests $REQUESTS} \
     ${ROUNDS:+--rounds $ROUNDS} ${MAX_TOKENS:+--max-tokens $MAX_TOKENS} --json --out "$OUT" \
     >"$OUT/bench-serve.stdout.json" 2>"$OUT/bench-serve.stderr.log" || echo "bench serve failed: see bench-serve.stderr.log"
   # `assistant serve` against the same engine, so that status shows the live server's backend too.
-  "$PY" -m assistant.cli serve --port 8010 >"$OUT/assistant-serve.log" 2>&1 &
+  "${ours_pin[@]}" "$PY" -m assistant.cli serve --port 8010 >"$OUT/assistant-serve.log" 2>&1 &
   local assistant=$!
   for _ in $(seq 120); do http_ok http://127.0.0.1:8010/health && break; sleep 0.5; done
   "$PY" -m assistant.cli status --json --url http://127.0.0.1:8010 >"$OUT/status.json" 2>"$OUT/status.stderr.log" || echo "status: exit $?"
