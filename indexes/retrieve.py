@@ -365,7 +365,8 @@ class Retriever:
         """One hit per place: its best chunk's scores and ranks, the text of its chunks merged."""
         out: list[Hit] = []
         places = [p for p in places if p.best in records]  # a chunk deleted since it was found is left out
-        for hit, place in zip(self.hits(cands, [p.best for p in places], records, scores), places):
+        merged = {p.best for p in places if sum(cid in records for cid in p.chunk_ids) > 1}
+        for hit, place in zip(self.hits(cands, [p.best for p in places], records, scores, no_snippet=merged), places):
             ids = [cid for cid in place.chunk_ids if cid in records]
             hit.chunk_ids = ids
             if len(ids) > 1:
@@ -381,17 +382,19 @@ class Retriever:
             out.append(hit)
         return out
 
-    def hits(self, cands: Candidates, order: list[int], records: dict[int, ChunkRecord], scores: dict[int, float]) -> list[Hit]:
+    def hits(self, cands: Candidates, order: list[int], records: dict[int, ChunkRecord], scores: dict[int, float],
+             no_snippet: frozenset[int] | set[int] = frozenset()) -> list[Hit]:
+        """Hits in this order; `no_snippet`: chunks whose snippet the caller makes from merged text."""
         dense_rank = {cid: r for r, cid in enumerate(cands.dense, start=1)}
         lexical_rank = {cid: r for r, cid in enumerate(cands.lexical, start=1)}
         return [
-            self._hit(records[cid], cands, scores[cid], dense_rank.get(cid), lexical_rank.get(cid))
+            self._hit(records[cid], cands, scores[cid], dense_rank.get(cid), lexical_rank.get(cid), cid not in no_snippet)
             for cid in order
             if cid in records
         ]
 
     @staticmethod
-    def _hit(rec: ChunkRecord, cands: Candidates, score: float, dr: int | None, lr: int | None) -> Hit:
+    def _hit(rec: ChunkRecord, cands: Candidates, score: float, dr: int | None, lr: int | None, snippet: bool = True) -> Hit:
         ds, ls = cands.dense_scores.get(rec.chunk_id), cands.lexical_scores.get(rec.chunk_id)
         return Hit(
             chunk_ids=[rec.chunk_id],
@@ -402,7 +405,7 @@ class Retriever:
             title=rec.title or rec.path.rsplit("/", 1)[-1],
             kind=rec.kind,
             text=rec.text,
-            snippet=snippet_of(rec.text, cands.query),
+            snippet=snippet_of(rec.text, cands.query) if snippet else "",
             heading_path=rec.heading_path,
             anchor=rec.anchor,
             page=rec.page,
