@@ -13,10 +13,11 @@
 #
 # usage: gpu-proof.sh [STAGE] --pack DIR --out DIR [--work DIR] [--arch NN] [--jobs N] [--slots N]
 #                     [--requests N] [--rounds N] [--max-tokens N] [--engine-args "FLAGS"] [--bench-sampling JSON]
-#                     [--engine-cpus LIST]
+#                     [--engine-cpus LIST] [--cmake-args "FLAGS"]
 #        (bench serve's requests, rounds and answer length; more llama-server flags; what both sides of the bench send
 #         the engine, by default no prompt cache and every answer to max tokens: see docs/benchmarks.md;
-#         --engine-cpus pins llama-server to those CPUs (taskset syntax, e.g. 0-7) and the server and the bench to the rest)
+#         --engine-cpus pins llama-server to those CPUs (taskset syntax, e.g. 0-7) and the server and the bench to the rest;
+#         --cmake-args adds flags to llama.cpp's CMake configuration, e.g. "-DGGML_CUDA_FA=OFF")
 #        gpu-proof.sh assemble-only PIECES_DIR DEST_DIR   (join + sha256 check, nothing else)
 set -euo pipefail
 
@@ -40,9 +41,9 @@ case ${1:-} in
   build|install|assemble|run|all) STAGE=$1; shift ;;
   assemble-only) [[ $# -eq 3 ]] || die "usage: assemble-only PIECES_DIR DEST_DIR"
     pieces=$(cd "$2" && pwd); assemble "$pieces" "$3"; exit 0 ;;
-  ""|-h|--help) sed -n '2,20p' "$0"; exit 2 ;;
+  ""|-h|--help) sed -n '2,21p' "$0"; exit 2 ;;
 esac
-PACK=""; OUT=""; WORK=/tmp/gpu-proof; ARCH=""; JOBS=$(nproc); SLOTS=64; REQUESTS=""; ROUNDS=""; MAX_TOKENS=""; ENGINE_ARGS=""; ENGINE_CPUS=""
+PACK=""; OUT=""; WORK=/tmp/gpu-proof; ARCH=""; JOBS=$(nproc); SLOTS=64; REQUESTS=""; ROUNDS=""; MAX_TOKENS=""; ENGINE_ARGS=""; ENGINE_CPUS=""; CMAKE_ARGS=""
 BENCH_SAMPLING='{"cache_prompt": false, "ignore_eos": true}'
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -58,6 +59,7 @@ while [[ $# -gt 0 ]]; do
     --engine-args) ENGINE_ARGS=${2?}; shift 2 ;;
     --bench-sampling) BENCH_SAMPLING=${2:?}; shift 2 ;;
     --engine-cpus) ENGINE_CPUS=${2:?}; shift 2 ;;
+    --cmake-args) CMAKE_ARGS=${2?}; shift 2 ;;
     *) die "unknown argument: $1" ;;
   esac
 done
@@ -66,6 +68,8 @@ done
 [[ -z $ARCH || $ARCH =~ ^[0-9]{2,3}$ ]] || die "--arch takes a compute capability without the dot, e.g. 70 or 90"
 [[ $JOBS =~ ^[1-9][0-9]*$ && $SLOTS =~ ^[1-9][0-9]*$ && ${REQUESTS:-1} =~ ^[1-9][0-9]*$ && ${ROUNDS:-1} =~ ^[1-9][0-9]*$ \
    && ${MAX_TOKENS:-1} =~ ^[1-9][0-9]*$ ]] || die "--jobs, --slots, --requests, --rounds and --max-tokens take positive integers"
+[[ -z $CMAKE_ARGS || $CMAKE_ARGS =~ ^(-D[A-Za-z0-9_]+(:[A-Z]+)?=[^[:space:]]*[[:space:]]*)+$ ]] \
+  || die "--cmake-args takes -DNAME=VALUE flags only"
 [[ -z $ENGINE_CPUS || $ENGINE_CPUS =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] \
   || die "--engine-cpus takes a CPU list such as 0-7 or 0-3,8-11"
 [[ $BENCH_SAMPLING == \{*\} ]] || die "--bench-sampling takes a JSON object, e.g. '{\"ignore_eos\": true}'"
@@ -79,10 +83,10 @@ build() {
   command -v nvcc >/dev/null || die "build: no nvcc (a CUDA toolkit is needed)"
   [[ -n $ARCH ]] || ARCH=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '. ')
   rm -rf "$WORK/src"; mkdir -p "$WORK/src"; tar -C "$WORK/src" -xzf "$PACK/llama.cpp.tar.gz"
-  # shellcheck disable=SC2207  # a list of flags
+  # shellcheck disable=SC2207,SC2086  # lists of flags
   local flags=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=$ARCH" -DBUILD_SHARED_LIBS=ON
                -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF
-               -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF $(llama_cpu_flags))
+               -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF $(llama_cpu_flags) $CMAKE_ARGS)
   echo "cmake ${flags[*]}" | tee "$OUT/build-flags.txt"
   local t0=$SECONDS
   cmake -S "$WORK/src/llama.cpp" -B "$BUILD" "${flags[@]}" >"$OUT/build.log" 2>&1

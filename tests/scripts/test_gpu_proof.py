@@ -35,6 +35,8 @@ def sh(*args: object) -> subprocess.CompletedProcess:
         (PROOF, ["run", "--pack", ".", "--out", "o", "--bench-sampling", "ignore_eos"], "JSON object"),
         (PROOF, ["run", "--pack", ".", "--out", "o", "--engine-cpus", "0-3;rm"], "CPU list"),
         (PROOF, ["run", "--pack", ".", "--out", "o", "--engine-cpus", "all"], "CPU list"),
+        (PROOF, ["build", "--pack", ".", "--out", "o", "--cmake-args", "-DX=1; rm -rf /"], "-DNAME=VALUE"),
+        (PROOF, ["build", "--pack", ".", "--out", "o", "--cmake-args", "--fresh"], "-DNAME=VALUE"),
     ],
 )
 def test_bad_arguments_are_refused_with_a_reason(tmp_path, script, args, message):
