@@ -119,8 +119,8 @@ run_proof() {
   export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} LLAMA_CPP_LIB_PATH=$BUILD/bin HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
   export ASSISTANT_DATA_DIR=$WORK/data ASSISTANT_EMBEDDER_MODEL_PATH=$WORK/minilm PYTHONUNBUFFERED=1
   { nvidia-smi; nvcc --version | tail -2; "$PY" --version; lscpu; } >"$OUT/environment.txt" 2>&1 || true
-  # With --engine-cpus the engine and our processes do not share cores: the engine's per-token CPU work
-  # (sampling over a 262k vocabulary, one slot after another) is what limits it past 4 requests here.
+  # With --engine-cpus the engine and our processes do not share cores (on 16 cores, 8 + 8 made both
+  # sides slower: docs/benchmarks.md, run 8; it is for machines with many more cores than that).
   local engine_pin=() ours_pin=()
   if [[ -n $ENGINE_CPUS ]]; then
     local rest
