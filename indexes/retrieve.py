@@ -365,9 +365,9 @@ class Retriever:
         """One hit per place: its best chunk's scores and ranks, the text of its chunks merged."""
         out: list[Hit] = []
         places = [p for p in places if p.best in records]  # a chunk deleted since it was found is left out
-        merged = {p.best for p in places if sum(cid in records for cid in p.chunk_ids) > 1}
-        for hit, place in zip(self.hits(cands, [p.best for p in places], records, scores, no_snippet=merged), places):
-            ids = [cid for cid in place.chunk_ids if cid in records]
+        kept = [[cid for cid in p.chunk_ids if cid in records] for p in places]
+        merged = {p.best for p, ids in zip(places, kept) if len(ids) > 1}
+        for hit, ids in zip(self.hits(cands, [p.best for p in places], records, scores, no_snippet=merged), kept):
             hit.chunk_ids = ids
             if len(ids) > 1:
                 parts = [records[cid] for cid in ids]
