@@ -35,7 +35,7 @@ function wireLanguage() {
   onLanguageChange(() => {
     // redraw what the views built with the old strings
     loadCollections();
-    loadConversations();
+    loadConversations({ redraw: true });
     const id = Number(localStorage.getItem("rag.conversation"));
     if (id && document.body.dataset.view === "chat") openConversation(id);
     loadHealth();

@@ -69,18 +69,30 @@ function chooseCollection(names) {
 
 let searchTimer = 0;
 let listing = 0; // only the latest listing is drawn (an older one may answer last)
+let drawn = ""; // the listing on screen: the same one again is not redrawn
 
-export async function loadConversations() {
+/**
+ * List the conversations in the sidebar. A listing equal to the one on screen is left alone, so a refresh
+ * that changes nothing keeps an armed delete button, an open rename and the keyboard focus; `redraw`
+ * draws it anyway (to close a rename, or in another language).
+ */
+export async function loadConversations({ redraw = false } = {}) {
   const q = els.convSearch.value.trim();
   const mine = ++listing;
   let list;
   try {
     list = (await api.conversations(q)).conversations;
   } catch (err) {
-    if (mine === listing) els.convList.replaceChildren(el("li", "muted", err.message));
+    if (mine === listing) {
+      els.convList.replaceChildren(el("li", "muted", err.message));
+      drawn = "";
+    }
     return;
   }
   if (mine !== listing) return;
+  const key = JSON.stringify([q, conversationId, list]);
+  if (key === drawn && !redraw) return;
+  drawn = key;
   els.convList.replaceChildren();
   if (!list.length) els.convList.append(el("li", "muted conv-empty", t(q ? "conv.noMatch" : "conv.none")));
   for (const c of list) els.convList.append(conversationItem(c));
@@ -135,12 +147,12 @@ function startRename(li, c) {
     ev.preventDefault();
     try {
       await api.renameConversation(c.id, input.value);
-      loadConversations();
+      loadConversations({ redraw: true });
     } catch (err) {
       showStatus(err.message);
     }
   });
-  input.addEventListener("keydown", (ev) => { if (ev.key === "Escape") loadConversations(); });
+  input.addEventListener("keydown", (ev) => { if (ev.key === "Escape") loadConversations({ redraw: true }); });
   li.replaceChildren(form);
   input.focus();
   input.select();

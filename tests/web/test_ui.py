@@ -137,6 +137,12 @@ def test_conversations_sidebar_new_search_rename_delete(page, live_server):
     assert httpx.get(f"{live_server}/api/conversations/{conv_id}").json()["title"] == "Fair planning"
     delete = page.locator(".conv-item .conv-delete")
     delete.click()
+    expect(delete).to_have_class(re.compile("armed"))
+    # a refresh of the list that changes nothing keeps the button armed
+    with page.expect_response("**/api/conversations?*"):
+        page.dispatch_event("#conv-search", "input")
+    page.evaluate("() => new Promise((done) => setTimeout(done, 50))")
+    expect(delete).to_have_class(re.compile("armed"))
     delete.click()
     expect(page.locator(".conv-item")).to_have_count(0)
     assert httpx.get(f"{live_server}/api/conversations/{conv_id}").status_code == 404
