@@ -9,9 +9,16 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 DO_NOT_TRACK=1
 
 # The browser tests run in a pytest process of their own: Playwright's synchronous API leaves an event
 # loop behind that would break the async tests collected after them.
+# Each part runs its test files on TEST_WORKERS parallel workers (pytest-xdist; default 2, 1 = none), a
+# file to a worker so that a module's fixtures (a vLLM server, an ingested collection) are built once;
+# --durations shows where the time went.
+WORKERS="${TEST_WORKERS:-2}"
+[[ $WORKERS =~ ^[1-9][0-9]*$ ]] || { echo "test: TEST_WORKERS takes a positive number, not '$WORKERS'" >&2; exit 2; }
+parallel=()
+(( WORKERS > 1 )) && parallel=(-n "$WORKERS" --dist loadfile)
 pytest_part() {
     local rc=0
-    .venv/bin/python -m pytest "$@" || rc=$?
+    .venv/bin/python -m pytest "${parallel[@]}" --durations=25 "$@" || rc=$?
     if [[ $rc == 5 ]]; then
         echo "test: pytest collected no tests for this selection ($*)" >&2
         rc=0

@@ -27,9 +27,15 @@ def shared_path(*parts: str) -> Path:
 
 
 def pytest_collection_modifyitems(items):
-    """Browser tests last: Playwright's synchronous API leaves an event loop behind that breaks async
-    tests run after it in the same process (scripts/test.sh also runs them in a process of their own)."""
-    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+    """Tests marked `long` first, browser tests last.
+
+    Long ones first: scripts/test.sh runs the files on parallel workers, and a file of several minutes
+    started at the end would run alone while the other workers sit idle. Browser tests last: Playwright's
+    synchronous API leaves an event loop behind that breaks async tests run after it in the same process
+    (scripts/test.sh also runs them in a process of their own).
+    """
+    items.sort(key=lambda item: (item.get_closest_marker("browser") is not None,
+                                 item.get_closest_marker("long") is None))
 
 
 @pytest.fixture(scope="session")

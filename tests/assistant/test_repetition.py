@@ -76,6 +76,7 @@ QUESTIONS = [
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_ten_questions_over_the_sample_corpus_repeat_no_line_more_than_twice(tmp_path, embedder, make_services):
     """The embedded default (llama.cpp in-process, the packaged Gemma-3-270M, default settings but two
     threads) answering the first questions a newcomer asks."""

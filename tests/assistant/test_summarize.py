@@ -218,6 +218,7 @@ def long_page(tmp_path_factory, embedder):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_llamacpp_summarises_a_document_five_windows_long(long_page, gguf_path, capsys, monkeypatch):
     """The real in-process model with a 512-token window, through the command, from the file's path."""
     store, root = long_page

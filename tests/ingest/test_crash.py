@@ -21,7 +21,7 @@ from ingest.parse import parse
 from ingest.sources import walk
 from ingest.split import split
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 FILES = 1000
 KILLS = 10

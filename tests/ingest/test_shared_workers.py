@@ -63,6 +63,7 @@ def test_leases_hand_out_disjoint_files_and_take_back_expired_ones(tmp_path, pg_
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_four_workers_two_killed_lose_nothing_and_double_nothing(tmp_path, pg_url):
     from assistant.cli import main
 
