@@ -2,6 +2,8 @@
 # Install what the tests need and run the whole suite. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+WORKERS="${TEST_WORKERS:-2}"  # parallel pytest workers, see below
+[[ $WORKERS =~ ^[1-9][0-9]*$ ]] || { echo "test: TEST_WORKERS takes a positive number, not '$WORKERS'" >&2; exit 2; }
 scripts/setup.sh test
 # vLLM lives in its own environment, as in real deployments; its tests skip with the reason without it.
 scripts/setup-vllm.sh || echo "test: the vLLM environment could not be set up; the vLLM tests will skip" >&2
@@ -12,8 +14,6 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 DO_NOT_TRACK=1
 # Each part runs its test files on TEST_WORKERS parallel workers (pytest-xdist; default 2, 1 = none), a
 # file to a worker so that a module's fixtures (a vLLM server, an ingested collection) are built once;
 # --durations shows where the time went.
-WORKERS="${TEST_WORKERS:-2}"
-[[ $WORKERS =~ ^[1-9][0-9]*$ ]] || { echo "test: TEST_WORKERS takes a positive number, not '$WORKERS'" >&2; exit 2; }
 parallel=()
 (( WORKERS > 1 )) && parallel=(-n "$WORKERS" --dist loadfile)
 pytest_part() {
