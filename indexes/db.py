@@ -24,6 +24,9 @@ FTS_DDL = (
     "title, headings, body, path, collection_id UNINDEXED, "
     "tokenize='porter unicode61 remove_diacritics 2')"
 )
+# rank = BM25 with the title weighted 3x and headings 1.5x (title, headings, body, path).
+FTS_RANK = "bm25(3.0, 1.5, 1.0, 1.0)"
+SET_FTS_RANK = f"INSERT INTO chunk_fts(chunk_fts, rank) VALUES('rank', '{FTS_RANK}')"
 
 
 def _on_connect(dbapi_conn, _record) -> None:
@@ -107,8 +110,9 @@ def make_engine(db_path: Path) -> Engine:
         migrations.upgrade(conn)
         conn.execute(text(FTS_DDL))
         conn.execute(text(CJK_DDL))  # CJK text, by trigrams (indexes/cjk.py)
-        # rank = BM25 with the title weighted 3x and headings 1.5x (title, headings, body, path).
-        conn.execute(text("INSERT INTO chunk_fts(chunk_fts, rank) VALUES('rank', 'bm25(3.0, 1.5, 1.0, 1.0)')"))
+        # Opening a store that is up to date writes nothing, so it opens on a full disk too.
+        if conn.execute(text("SELECT v FROM chunk_fts_config WHERE k = 'rank'")).scalar() != FTS_RANK:
+            conn.execute(text(SET_FTS_RANK))
         version = conn.execute(text("PRAGMA user_version")).scalar_one()
         if version < SCHEMA_VERSION:
             conn.execute(text(f"PRAGMA user_version={SCHEMA_VERSION}"))

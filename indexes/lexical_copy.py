@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 
 from indexes import lexical
 from indexes.cjk import CJK_DDL
-from indexes.db import FTS_DDL, driver, sqlite_engine
+from indexes.db import FTS_DDL, SET_FTS_RANK, driver, sqlite_engine
 from indexes.lexical import CHUNK_TEXT_SQL, ChunkText, Lexical
 
 COPY_DDL = (
@@ -36,7 +36,7 @@ COPY_DDL = (
     "CREATE INDEX IF NOT EXISTS ix_chunk_document_id ON chunk (document_id)",
     FTS_DDL,
     CJK_DDL,
-    "INSERT INTO chunk_fts(chunk_fts, rank) VALUES('rank', 'bm25(3.0, 1.5, 1.0, 1.0)')",
+    SET_FTS_RANK,
 )
 BATCH = 2000
 

@@ -4,7 +4,9 @@ It claims the oldest job that needs a worker (pending, or running under a proces
 it with its file states recorded in the store, and closes it. Killed at any moment, it leaves a job
 that the next worker resumes. On start it checks that every collection's FAISS and FTS5 indexes agree
 with SQLite and repairs them when they do not. SIGTERM and SIGINT stop it cleanly: the running job is
-handed back to the queue after the files being written are committed.
+handed back to the queue after the files being written are committed. A store it cannot write to (a
+full disk) does not stop it: it tries again every poll, and a job whose end it could not record is
+taken up again once its heartbeat is stale.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import signal
 import threading
 from dataclasses import replace
 from typing import Any, Callable
+
+from sqlalchemy.exc import OperationalError
 
 from indexes.factory import embedder_from
 from indexes.jobs import Jobs, worker_name
@@ -85,13 +89,21 @@ class Worker:
             if parent is not None and os.getppid() != parent:
                 log.info("the parent process is gone: stopping")
                 break
-            job = self.next_job()
+            try:
+                job = self.next_job()
+                if job is not None:
+                    self.run_job(job)
+            except OperationalError:  # the store cannot be written now (a full disk, a lost database)
+                if once:
+                    raise
+                log.exception("the store cannot be written to: trying again in %.0f s", poll)
+                self.stop.wait(poll)
+                continue
             if job is None:
                 if once:
                     break
                 self.stop.wait(poll)
                 continue
-            self.run_job(job)
             ran += 1
         return ran
 

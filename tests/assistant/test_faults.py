@@ -4,11 +4,13 @@ mid-ingest: tests/ingest/test_crash.py.)"""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 import uuid
 
@@ -110,14 +112,17 @@ def small_disk(tmp_path):
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
-def fill_disk(path, leave_bytes: int) -> None:
-    """A file taking all the space of path's file system but leave_bytes."""
-    free = shutil.disk_usage(path).free
-    with open(path / "filler", "wb") as f:
-        f.truncate(0)
-        block = b"\0" * (1024 * 1024)
-        for _ in range(max(0, (free - leave_bytes) // len(block))):
-            f.write(block)
+def fill_disk(path, leave_bytes: int, name: str = "filler") -> None:
+    """A file taking the space of path's file system but leave_bytes (to a page or so)."""
+    fd = os.open(path / name, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        while (free := shutil.disk_usage(path).free) > leave_bytes:
+            os.write(fd, b"\0" * min(1024 * 1024, max(4096, free - leave_bytes)))
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+    finally:
+        os.close(fd)
 
 
 @pytest.mark.slow
@@ -141,6 +146,9 @@ def test_a_full_disk_during_ingest_loses_nothing_and_the_job_completes_later(tmp
             worker.store.close()
 
     assert run([str(base)])["status"] == "done"
+    # Kept aside so that, with the disk as full as the failed ingest left it, the store can still be opened
+    # (SQLite's shared-memory index of its log needs 32 KiB), as a server already running would have it.
+    (small_disk / "reserve").write_bytes(b"\0" * 128 * 1024)
     fill_disk(small_disk, leave_bytes=1 * 1024 * 1024)
     try:
         failed = run([str(base), str(more)])
@@ -148,6 +156,8 @@ def test_a_full_disk_during_ingest_loses_nothing_and_the_job_completes_later(tmp
         failed = {"status": f"raised {type(exc).__name__}", "files_ingested": None}
     print(f"disk full: {json.dumps({k: failed.get(k) for k in ('status', 'files_ingested', 'files_failed', 'error')})}")
     assert failed["status"] != "done" or failed.get("files_failed")
+    fill_disk(small_disk, leave_bytes=0, name="the-rest")  # however much the failed ingest left
+    (small_disk / "reserve").unlink()
     store = Store(settings.data_dir)
     try:
         with store.engine.connect() as conn:
@@ -158,6 +168,7 @@ def test_a_full_disk_during_ingest_loses_nothing_and_the_job_completes_later(tmp
         store.close()
 
     (small_disk / "filler").unlink()
+    (small_disk / "the-rest").unlink()
     again = run([str(base), str(more)])
     assert again["status"] == "done" and again["files_failed"] == 0, again
     store = Store(settings.data_dir)
@@ -168,3 +179,33 @@ def test_a_full_disk_during_ingest_loses_nothing_and_the_job_completes_later(tmp
         assert docs == 121
     finally:
         store.close()
+
+
+@pytest.mark.slow
+def test_a_worker_waits_out_a_full_disk_and_then_runs_the_job(tmp_path, small_disk, settings_factory, embedder):
+    """The server's background worker is started once: a full disk must not end it."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "boiler.md").write_text("# Boiler\n\nThe boiler is serviced every October.\n")
+    settings = settings_factory(data_dir=small_disk / "data")
+    settings.ingest.worker_poll_s = 0.2
+    worker = Worker(settings, embedder=embedder)
+    jobs = Jobs(worker.store.engine)
+    job = jobs.enqueue(0, "office", {"paths": [str(docs)]})
+    fill_disk(small_disk, leave_bytes=0)
+    thread = threading.Thread(target=worker.run, name="worker", daemon=True)
+    thread.start()
+    try:
+        time.sleep(3)
+        assert thread.is_alive()
+        assert jobs.progress(job.id)["status"] in ("pending", "running")
+        (small_disk / "filler").unlink()
+        deadline = time.monotonic() + 60
+        while jobs.progress(job.id)["status"] != "done" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert jobs.progress(job.id)["status"] == "done", jobs.progress(job.id)
+        assert thread.is_alive()
+    finally:
+        worker.stop.set()
+        thread.join(30)
+        worker.store.close()

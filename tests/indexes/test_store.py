@@ -109,3 +109,17 @@ def test_list_collections_counts(store):
 
 def test_path_terms():
     assert path_terms("src/flask/app.py") == "src flask app py"
+
+
+def test_opening_an_up_to_date_store_writes_nothing(tmp_path):
+    """A store that needs no migration opens without a write, so the server still starts (and answers)
+    on a full disk: its write-ahead log stays empty while it is open."""
+    Store(tmp_path).close()
+    again = Store(tmp_path)
+    try:
+        wal = tmp_path / "store.db-wal"
+        assert not wal.exists() or wal.stat().st_size == 0
+        with again.engine.connect() as conn:
+            assert conn.execute(text("SELECT v FROM chunk_fts_config WHERE k = 'rank'")).scalar() == "bm25(3.0, 1.5, 1.0, 1.0)"
+    finally:
+        again.close()
