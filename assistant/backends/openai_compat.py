@@ -76,7 +76,10 @@ class OpenAIBackend:
         self.replicas = Replicas(base_urls(cfg), cfg.retry_unhealthy_s)
         self.prompt_style: Literal["chat", "completion"] = cfg.prompt_style
         timeout = httpx.Timeout(cfg.timeout_s, connect=cfg.connect_timeout_s)
-        limits = httpx.Limits(max_connections=cfg.max_connections, max_keepalive_connections=cfg.max_connections)
+        # Idle connections are dropped after 2 s, well before the servers' own keep-alive (uvicorn's 5 s, as
+        # in vLLM): reused near that limit, a request can go down a connection the server is closing.
+        limits = httpx.Limits(max_connections=cfg.max_connections, max_keepalive_connections=cfg.max_connections,
+                              keepalive_expiry=2.0)
         for replica in self.replicas.all:
             replica.client = openai.AsyncOpenAI(
                 base_url=replica.base_url,
