@@ -96,7 +96,7 @@ class Worker:
             except OperationalError:  # the store cannot be written now (a full disk, a lost database)
                 if once:
                     raise
-                log.exception("the store cannot be written to: trying again in %.0f s", poll)
+                log.exception("the store cannot be written to: trying again in %g s", poll)
                 self.stop.wait(poll)
                 continue
             if job is None:
