@@ -17,10 +17,7 @@ from typing import Any
 
 import httpx
 
-# A connection idle this long is not reused: well under the server's keep-alive (uvicorn's 5 s), so a
-# question is never sent down a connection the server is closing (httpx's own default is those same 5 s,
-# and a busy client sends what it took from its pool a little later: the request then reads an EOF).
-KEEPALIVE_S = 2.0
+from assistant.backends.openai_compat import KEEPALIVE_EXPIRY_S
 
 
 async def client_loop(client: httpx.AsyncClient, url: str, body: dict, deadline: float, max_backoff_s: float,
@@ -51,7 +48,7 @@ async def run_load(base_url: str, body: dict, *, clients: int = 200, seconds: fl
     errors: Counter = Counter()
     missing: list[int] = []
     latencies: list[float] = []
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients, keepalive_expiry=KEEPALIVE_S)
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients, keepalive_expiry=KEEPALIVE_EXPIRY_S)
     timeout = httpx.Timeout(120.0, connect=30.0)
     started = time.perf_counter()
     async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=timeout, headers=headers or {}) as client:

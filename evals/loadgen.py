@@ -23,7 +23,7 @@ import httpx
 import numpy as np
 
 from assistant.backends.base import Backend, GenParams, Message, completion_text
-from evals.load_ask import KEEPALIVE_S
+from assistant.backends.openai_compat import KEEPALIVE_EXPIRY_S
 
 
 @dataclass
@@ -220,7 +220,7 @@ async def run_job(job: dict[str, Any]) -> dict[str, Any]:
     "openai" also model, style and sampling (more request-body fields)."""
     items = job["items"]
     limits = httpx.Limits(max_connections=job["concurrency"] + 4, max_keepalive_connections=job["concurrency"] + 4,
-                          keepalive_expiry=KEEPALIVE_S)
+                          keepalive_expiry=KEEPALIVE_EXPIRY_S)
     async with httpx.AsyncClient(timeout=httpx.Timeout(900, connect=10), limits=limits) as client:
 
         def make(i: int) -> Awaitable[Result]:

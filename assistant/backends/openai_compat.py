@@ -43,6 +43,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 REDISCOVER_S = 5.0  # after a failed /v1/models, wait this long before asking again
 HEALTH_TIMEOUT_S = 5.0
+# Idle connections are dropped after this long, well before the servers' own keep-alive (uvicorn's 5 s,
+# in vLLM and in this server; httpx's default is those same 5 s): reused near that limit, a request can
+# go down a connection the server is closing, and reads an EOF instead of its answer.
+KEEPALIVE_EXPIRY_S = 2.0
 
 
 def estimate_tokens(messages: list[Message]) -> int:
@@ -76,10 +80,8 @@ class OpenAIBackend:
         self.replicas = Replicas(base_urls(cfg), cfg.retry_unhealthy_s)
         self.prompt_style: Literal["chat", "completion"] = cfg.prompt_style
         timeout = httpx.Timeout(cfg.timeout_s, connect=cfg.connect_timeout_s)
-        # Idle connections are dropped after 2 s, well before the servers' own keep-alive (uvicorn's 5 s, as
-        # in vLLM): reused near that limit, a request can go down a connection the server is closing.
         limits = httpx.Limits(max_connections=cfg.max_connections, max_keepalive_connections=cfg.max_connections,
-                              keepalive_expiry=2.0)
+                              keepalive_expiry=KEEPALIVE_EXPIRY_S)
         for replica in self.replicas.all:
             replica.client = openai.AsyncOpenAI(
                 base_url=replica.base_url,
@@ -92,6 +94,7 @@ class OpenAIBackend:
         self._http = httpx.Client(
             timeout=httpx.Timeout(min(cfg.timeout_s, 30.0), connect=cfg.connect_timeout_s),
             headers={"Authorization": f"Bearer {cfg.api_key}"},
+            limits=limits,
         )
         self._info: ServerInfo | None = None
         self._failed_at = -math.inf
