@@ -2,61 +2,75 @@
 
 With the `git` program, `git ls-files --cached --others --exclude-standard` gives the tracked files
 plus the untracked ones that no ignore rule excludes: exactly what a developer sees as the project.
-Without it, `.gitignore` files are applied with `pathspec` and the commit is read from `.git/HEAD`.
+Without it, `.gitignore` files are applied with `pathspec` and no commit is recorded.
+
+Everything about a checkout comes from the `git` command, never from paths read out of its `.git`:
+a hostile `.git/HEAD` (`ref: ../../etc/passwd`) or a `gitdir:`/`commondir` file naming another folder
+would otherwise make some file outside the checkout the recorded "commit". git validates what it reads
+and fails on such metadata, which then means no git information.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
+from indexes.records import real_path_inside
 from ingest.patterns import PatternSet
 
 GIT_TIMEOUT_S = 120
 
 
-SAFE_CONFIG = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.quotepath=off",
+# A checkout's own .git/config may name commands (core.fsmonitor, hooks, transports for a lazy fetch):
+# none of the commands run here start any of them.
+SAFE_CONFIG = ("--no-pager", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.quotepath=off",
                "-c", "core.untrackedCache=false", "-c", "protocol.allow=never")
+
+# git's own variables are dropped (GIT_DIR, GIT_CONFIG_PARAMETERS... would point it at another repository,
+# config or program than the checkout's own) and these set instead.
+SAFE_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat",
+            "PAGER": "cat", "GIT_NO_LAZY_FETCH": "1", "GIT_NO_REPLACE_OBJECTS": "1", "LC_ALL": "C"}
+
+COMMIT_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+BRANCH_NAME = re.compile(r"^[^\x00-\x20\x7f~^:?*\[\\]{1,255}$")
 
 
 def _git(cwd: Path, *args: str) -> bytes | None:
+    """git's output in cwd, or None where git is missing, fails or takes too long."""
     git = shutil.which("git")
     if git is None:
         return None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | SAFE_ENV
     try:
         out = subprocess.run(
-            # A checkout's own .git/config may name commands (core.fsmonitor, hooks): none of them run.
             # A checkout owned by another user is refused by git (no safe.directory=*) and then read
             # without git, its .gitignore files applied by pathspec.
             [git, *SAFE_CONFIG, *args],
-            cwd=cwd, capture_output=True, timeout=GIT_TIMEOUT_S, check=False,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
+            cwd=cwd, capture_output=True, timeout=GIT_TIMEOUT_S, check=False, env=env,
+            stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout if out.returncode == 0 else None
 
 
-def find_git_dir(path: Path) -> Path | None:
-    """The .git folder of the work tree holding path (following a `gitdir:` file), or None."""
+def git_marker(path: Path) -> Path | None:
+    """The nearest `.git` entry (a folder, or a file naming one) at or above path, not opened: only a
+    hint that git may know the folder; git itself decides."""
     for folder in (path, *path.parents):
         candidate = folder / ".git"
-        if candidate.is_dir():
+        if os.path.lexists(candidate):
             return candidate
-        if candidate.is_file():
-            text = candidate.read_text(errors="replace").strip()
-            if text.startswith("gitdir:"):
-                target = Path(text[7:].strip())
-                return target if target.is_absolute() else (folder / target).resolve()
     return None
 
 
 def list_files(root: Path) -> list[str] | None:
     """Files of the work tree under root, relative to root ('/'-separated), or None when root is not
     inside a git work tree or git is not installed."""
-    if find_git_dir(root) is None:
+    if git_marker(root) is None:
         return None
     out = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", ".")
     if out is None:
@@ -64,46 +78,25 @@ def list_files(root: Path) -> list[str] | None:
     return [os.fsdecode(p) for p in out.split(b"\0") if p]
 
 
-def _read_head(git_dir: Path) -> tuple[str, str]:
-    """(commit, branch) from the files of a .git folder, for machines without the git program."""
+def _text(out: bytes | None, valid: re.Pattern[str]) -> str:
+    """One line of git's output when it has the expected form, else ''."""
     try:
-        head = (git_dir / "HEAD").read_text().strip()
-    except OSError:
-        return "", ""
-    if not head.startswith("ref:"):
-        return head, ""
-    ref = head[4:].strip()
-    branch = ref.removeprefix("refs/heads/")
-    common = git_dir
-    if (git_dir / "commondir").is_file():
-        common = (git_dir / (git_dir / "commondir").read_text().strip()).resolve()
-    for base in (git_dir, common):
-        ref_file = base / ref
-        if ref_file.is_file():
-            return ref_file.read_text().strip(), branch
-    packed = common / "packed-refs"
-    if packed.is_file():
-        for line in packed.read_text().splitlines():
-            if line.endswith(" " + ref):
-                return line.split(" ", 1)[0], branch
-    return "", branch
+        text = (out or b"").decode().strip()
+    except UnicodeDecodeError:
+        return ""
+    return text if valid.match(text) else ""
 
 
 def commit_info(path: Path) -> dict[str, str] | None:
-    """{'commit', 'branch'} of the checkout holding path, or None outside a git work tree."""
-    git_dir = find_git_dir(path)
-    if git_dir is None:
+    """{'commit', 'branch'} of the checkout holding path ('' branch when detached), or None outside a
+    git work tree, without git, or when git refuses the checkout's metadata."""
+    if git_marker(path) is None:
         return None
-    commit = _git(path, "rev-parse", "HEAD")
-    if commit is not None:
-        branch = _git(path, "rev-parse", "--abbrev-ref", "HEAD") or b""
-        info = {"commit": commit.decode().strip(), "branch": branch.decode().strip()}
-    else:
-        sha, branch_name = _read_head(git_dir)
-        info = {"commit": sha, "branch": branch_name}
-    if info["branch"] == "HEAD":
-        info["branch"] = ""  # detached
-    return info if info["commit"] else None
+    commit = _text(_git(path, "rev-parse", "--verify", "-q", "HEAD^{commit}"), COMMIT_ID)
+    if not commit:
+        return None
+    branch = _text(_git(path, "symbolic-ref", "--short", "-q", "HEAD"), BRANCH_NAME)
+    return {"commit": commit, "branch": branch}
 
 
 class GitIgnores:
@@ -116,8 +109,8 @@ class GitIgnores:
     def _at(self, folder: str) -> PatternSet | None:
         if folder not in self._cache:
             path = self.root / folder / ".gitignore" if folder else self.root / ".gitignore"
-            try:
-                lines = path.read_text(errors="replace").splitlines()
+            try:  # a .gitignore linked to a file outside the folder is not read
+                lines = path.read_text(errors="replace").splitlines() if real_path_inside(path, self.root) else []
             except OSError:
                 lines = []
             patterns = PatternSet(lines)

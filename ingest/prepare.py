@@ -102,8 +102,8 @@ class Preparer:
                                              f"{opts.max_file_bytes / mb:.1f} MB)")
         try:
             data = read_inside_root(source)
-        except OutsideRoot as exc:
-            return Outcome(source, "failed", str(exc))
+        except OutsideRoot as exc:  # its real path left the folder since the scan: skipped, never read
+            return Outcome(source, "ignored", str(exc))
         except OSError as exc:
             return Outcome(source, "failed", f"cannot read the file ({exc.strerror or exc})")
         sha = hashlib.sha256(data).hexdigest()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from indexes.records import real_path_inside, root_in_place
 from ingest import gitrepo
 from ingest.patterns import PatternSet
 
@@ -129,7 +130,7 @@ def scan(
         result.git = gitrepo.commit_info(base)
         _from_listing(result, listed, patterns)
     else:
-        if use_git and gitrepo.find_git_dir(base) is not None:
+        if use_git and gitrepo.git_marker(base) is not None:
             result.git = gitrepo.commit_info(base)
         ignores = gitrepo.GitIgnores(base) if gitignore else None
         _walk_dir(result, base, "", patterns, ignores)
@@ -141,16 +142,19 @@ class OutsideRoot(OSError):
 
 
 def inside(path: Path, root: Path) -> bool:
-    """Whether path, with every link resolved, lies inside root (itself resolved)."""
-    real, base = Path(os.path.realpath(path)), Path(os.path.realpath(root))
-    return real == base or real.is_relative_to(base)
+    """Whether path, with every link resolved, lies inside root as the scan resolved it (root is not
+    resolved again: a link swapped in for the folder since must not move it)."""
+    return real_path_inside(path, root) is not None
 
 
 def read_inside_root(source: SourceFile) -> bytes:
-    """The file's bytes, checked again when read: its real path must lie inside its root, and the real
-    path is opened without following a link (one swapped in since the check is refused by the kernel)."""
-    real = os.path.realpath(source.abs_path)
-    if not inside(Path(real), source.root):
+    """The file's bytes, checked again when read: its real path must lie inside its root as scanned, and
+    the real path is opened without following a link (one swapped in since the check is refused by the
+    kernel)."""
+    if not root_in_place(source.root):
+        raise OutsideRoot("the folder was replaced by a link to another place since it was listed: not read")
+    real = real_path_inside(source.abs_path, source.root)
+    if real is None:
         raise OutsideRoot(f"link to a file outside the folder ({display_name(source.rel_path)}): not read")
     fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     with os.fdopen(fd, "rb") as f:

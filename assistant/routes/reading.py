@@ -6,7 +6,8 @@
 - POST /api/collections            create an empty collection (to upload into)
 
 The file route only serves a stored document's own file: its recorded root joined with its recorded
-relative path, resolved, and still inside that root. Only types a browser shows without running
+relative path, resolved, and still inside that root as recorded (a root that no longer resolves to
+itself, a folder replaced by a link, serves nothing). Only types a browser shows without running
 anything are served inline; all else is a download.
 """
 
@@ -23,6 +24,7 @@ from litestar.response import File
 from pydantic import BaseModel, Field
 
 from indexes.reading import DocumentRef, document_by_id, document_of_chunk, passage
+from indexes.records import real_path_inside, root_in_place
 
 from assistant.access import Identity, scoped
 from assistant.routes.deps import RowId
@@ -86,9 +88,11 @@ def original_file(services: Services, identity: Identity, document_id: int) -> t
     identity.check_collection(doc.collection)
     if not doc.root:
         raise NotFoundException(f"document {document_id} has no original file on this server")
-    root = Path(doc.root).resolve()
-    path = (root / doc.path).resolve()
-    if not path.is_relative_to(root) or not path.is_file():
+    if not root_in_place(doc.root):  # resolving it now would follow a link swapped in for the folder
+        raise NotFoundException(f"the folder document {document_id} was ingested from has been replaced or "
+                                "moved behind a link: its original file is not served")
+    path = real_path_inside(Path(doc.root) / doc.path, doc.root)
+    if path is None or not path.is_file():
         raise NotFoundException(f"the original file of document {document_id} is no longer at {doc.path}")
     return path, doc
 

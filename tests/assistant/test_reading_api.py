@@ -3,6 +3,8 @@ creating an empty collection to upload into."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from sqlalchemy import text
 
@@ -92,6 +94,26 @@ async def test_a_document_path_cannot_reach_outside_its_root(client, services):
     r = await client.get(f"/api/documents/{doc_id}/file")
     assert r.status_code == 404 and "no longer" in r.json()["detail"]
     assert (await client.get("/api/documents/424242/file")).status_code == 404
+
+
+async def test_a_folder_swapped_for_a_link_serves_nothing(client, services, embedder, tmp_path):
+    """The root recorded at ingest time is not resolved again: a link swapped in for the folder does not
+    make its target (here /etc) the folder the file is served from."""
+    from ingest.pipeline import ingest_paths
+
+    swap = tmp_path / "swap"
+    swap.mkdir()
+    (swap / "passwd").write_text("Harmless notes about the password policy.\n")
+    ingest_paths(services.store, embedder, [swap], "swap")
+    [doc] = (await client.get("/api/collections/swap/documents")).json()["documents"]
+    assert (await client.get(f"/api/documents/{doc['id']}/file")).text.startswith("Harmless")
+
+    os.rename(swap, tmp_path / "moved")
+    swap.symlink_to("/etc")
+    r = await client.get(f"/api/documents/{doc['id']}/file")
+    assert r.status_code == 404 and "replaced" in r.json()["detail"]
+    first = open("/etc/passwd").readline().strip()
+    assert first and first not in r.text and "root:" not in r.text
 
 
 async def test_create_an_empty_collection(client, services):

@@ -1,17 +1,22 @@
 """Hostile folders: a link to a file outside the folder (also tracked in git), a checkout whose .git/config
-names a command, a zip bomb, a file the parser cannot finish in time. Each is refused with a reason,
-nothing outside the folder is read or run, and the worker goes on with the other files."""
+names a command, a .git whose HEAD or gitdir/commondir names files outside, a watched folder swapped for a
+link, a zip bomb, a file the parser cannot finish in time. Each is refused with a reason, nothing
+outside the folder is read or run, and the worker goes on with the other files."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import zipfile
+from pathlib import Path
 
 import pytest
 
 from indexes.jobs import Jobs
+from ingest.gitrepo import commit_info
+from ingest.pipeline import ingest_paths, sync_changes
 from ingest.worker import Worker
 
 pytestmark = pytest.mark.slow
@@ -90,6 +95,76 @@ def test_a_checkouts_fsmonitor_command_never_runs(tmp_path, settings_factory, em
     info, states, _ = run_job(settings_factory(), embedder, [str(repo)])
     assert info["status"] == "done" and states["readme.md"][0] == "done"
     assert not marker.exists(), "a command named by the checkout's .git/config ran"
+
+
+def stored_metadata(store, collection: str) -> str:
+    """Every stored document's title, path, root and metadata (JSON) as one text, to search for leaked content."""
+    docs = store.list_documents(store.require_collection(collection))
+    return "\n".join(f"{d.title}\n{d.path}\n{d.root}\n{d.meta}" for d in docs)
+
+
+def test_a_git_head_naming_a_file_outside_gives_no_commit(tmp_path, store, embedder):
+    folder = tmp_path / "notes"
+    (folder / ".git").mkdir(parents=True)
+    (folder / ".git" / "HEAD").write_text("ref: ../../../../../../etc/passwd\n")
+    (folder / "readme.md").write_text("# Readme\n\nThe archive closes at five.\n")
+    passwd = [line for line in open("/etc/passwd").read().splitlines() if line.strip()]
+    assert passwd
+
+    assert commit_info(folder) is None
+    report = ingest_paths(store, embedder, [folder], "hostile")
+    assert report.files_ingested == 1 and report.git == {}
+    stored = stored_metadata(store, "hostile") + json.dumps(report.git)
+    assert not [line for line in passwd if line in stored]
+    assert '"git"' not in stored
+
+
+@pytest.mark.parametrize("outside", ["/etc", "tmp"])
+def test_a_gitdir_file_whose_commondir_is_outside_gives_no_commit(tmp_path, store, embedder, outside):
+    if outside == "tmp":  # a folder of the attacker's choosing, with a recognisable content
+        common = tmp_path / "elsewhere"
+        common.mkdir()
+        (common / "hostname").write_text(SECRET + "\n")
+    else:
+        common = Path(outside)
+    secret = (common / "hostname").read_text().strip() if (common / "hostname").is_file() else ""
+    if not secret:
+        pytest.skip(f"{common}/hostname is absent or empty here")
+    gitdir = tmp_path / "gitdir"
+    gitdir.mkdir()
+    (gitdir / "commondir").write_text(f"{common}\n")
+    (gitdir / "HEAD").write_text("ref: hostname\n")
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / ".git").write_text(f"gitdir: {gitdir}\n")
+    (folder / "readme.md").write_text("# Readme\n\nThe archive closes at five.\n")
+
+    assert commit_info(folder) is None
+    report = ingest_paths(store, embedder, [folder], "hostile")
+    assert report.files_ingested == 1 and report.git == {}
+    stored = stored_metadata(store, "hostile")
+    assert '"git"' not in stored
+    if outside == "tmp":
+        assert SECRET not in stored
+
+
+def test_a_watched_folder_swapped_for_a_link_is_not_read(tmp_path, store, embedder):
+    swap = tmp_path / "swap"
+    swap.mkdir()
+    (swap / "passwd").write_text("# Passwd\n\nHarmless notes about the password policy.\n")
+    ingest_paths(store, embedder, [swap], "swap")
+    root = str(swap.resolve())
+    os.rename(swap, tmp_path / "moved")
+    swap.symlink_to("/etc")
+
+    # what a watcher of the folder hands over: the root as ingested, the file that changed under it
+    report = sync_changes(store, embedder, root, "swap", ["passwd"], [])
+    assert report.files_ingested == 0
+    assert [(i.path, "replaced by a link" in i.reason) for i in report.ignored] == [("passwd", True)]
+    with store.engine.connect() as conn:
+        texts = "\n".join(r[0] for r in conn.exec_driver_sql("SELECT text FROM chunk").fetchall())
+    first = open("/etc/passwd").readline().strip()
+    assert first not in texts and first not in stored_metadata(store, "swap")
 
 
 def zip_bomb(path, uncompressed_mb: int) -> None:

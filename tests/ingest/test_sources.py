@@ -107,6 +107,8 @@ def test_git_checkout_honours_gitignore_and_records_the_commit(tmp_path):
     # a sub-folder of the checkout: paths relative to it, same commit
     sub = scan(repo / "src")
     assert [f.rel_path for f in sub.files] == ["app.py"] and sub.git == result.git
+    git(repo, "checkout", "-q", "--detach")
+    assert scan(repo).git == {"commit": result.git["commit"], "branch": ""}  # detached: no branch
 
 
 def test_gitignore_without_git_and_default_excludes(tmp_path, monkeypatch):
@@ -140,3 +142,19 @@ def test_entries_that_cannot_be_read_are_reported(tmp_path):
         ("up", "skipped", "link to a folder (not followed)"),
         ("pipe", "skipped", "not a regular file (FIFO)"),
     }
+
+
+def test_a_file_is_not_read_once_its_folder_was_swapped_for_a_link(tmp_path):
+    """The root was resolved when the folder was listed: a link swapped in for the folder since must not
+    make the link's target (here /etc) count as the folder when the file is read."""
+    from ingest.sources import OutsideRoot, inside, read_inside_root, scan
+
+    swap = tmp_path / "swap"
+    touch(swap / "passwd", "harmless notes\n")
+    [source] = scan(swap, use_git=False).files
+    assert read_inside_root(source) == b"harmless notes\n"
+    shutil.rmtree(swap)
+    swap.symlink_to("/etc")
+    with pytest.raises(OutsideRoot, match="replaced by a link"):
+        read_inside_root(source)
+    assert not inside(source.abs_path, source.root)
