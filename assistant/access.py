@@ -1,9 +1,11 @@
 """Who is asking and what they may do: API keys, their scopes and collections, checked in one guard.
 
-Every route declares the scope it needs in its `opt` (`opt={"scope": "read"}`); the app-wide guard
-`require_access` reads the caller's key, refuses the request (401 without a valid key, 403 without the
-scope), and leaves the caller's `Identity` in the connection for the handler, which then checks each
-collection it touches with `Identity.check_collection` (403) and filters lists with `can_use`.
+Every door asks `authorize(identity, scope, collections)`, the one access decision: the REST routes and
+`/v1` through the app-wide guard `require_access` (each route declares its scope in its `opt`,
+`opt={"scope": "read"}`; 401 without a valid key, 403 without the scope) and then `Identity.check_collection`
+for each collection the handler touches; every MCP tool through `mcp_api` with the scope of its REST twin
+(`search`/`read_source`/`list_collections` = read, `ask` = ask). Lists are filtered with `can_use`. A refusal
+never names a collection: a key learns nothing of the collections it may not use, not even that they exist.
 
 Keyless use: while no key exists and the server is bound to a loopback address, every request acts as
 the one local user with every scope. Once a key exists, or the server listens on any other address,
@@ -14,9 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
-from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 from litestar.connection import ASGIConnection
 from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
@@ -29,12 +30,17 @@ from assistant.settings import Settings
 SCOPE = "scope"  # the opt key every route handler sets
 PUBLIC = "public"  # a route anyone may call: the page itself, its static files, /health, the API schema
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+SCOPES = ("read", "ask", "ingest", "admin")
 CREATE_KEY_HINT = "create one with `assistant keys create NAME --scope read --collection NAME`"
 
 
 def scoped(scope: str) -> dict[str, Any]:
     """A route's opt that says which scope it needs."""
     return {SCOPE: scope}
+
+
+class AccessDenied(PermissionDeniedException):
+    """403: the caller's key lacks a scope or a collection (REST answers it as JSON, MCP as a tool error)."""
 
 
 @dataclass(frozen=True)
@@ -59,9 +65,14 @@ class Identity:
             return False
         return self.is_admin or ALL_COLLECTIONS in self.collections or collection in self.collections
 
+    def check_scope(self, scope: str) -> None:
+        if not self.has(scope):
+            raise AccessDenied(f"this key lacks the {scope!r} scope")
+
     def check_collection(self, collection: str) -> None:
+        # The name is not repeated: a refusal must not confirm that a collection exists.
         if not self.can_use(collection):
-            raise PermissionDeniedException(f"this key may not use the collection {collection!r}")
+            raise AccessDenied("this key may not use this collection")
 
     def owns(self, owner_key: int | None) -> bool:
         """Whether a conversation or job made by `owner_key` is this caller's to see."""
@@ -70,9 +81,33 @@ class Identity:
 
 LOCAL_USER = Identity(None, "local", frozenset({"admin"}), frozenset({ALL_COLLECTIONS}))
 
-# The identity of the request being served, for code the request reaches without its connection (the
-# MCP tools run inside the MCP package's handler).
-current_identity: ContextVar[Identity | None] = ContextVar("current_identity", default=None)
+
+def authorize(identity: Identity, scope: str, collections: Iterable[str] = ()) -> None:
+    """The one access decision of every door: `scope` held, and every collection touched usable."""
+    identity.check_scope(scope)
+    for name in collections:
+        identity.check_collection(name)
+
+
+def operator_identity(engine, key: str | None, collections: Iterable[str] = ()) -> Identity:
+    """Whom a command acts as, by the operator's choice (`assistant mcp --key/--collection`): the key's
+    rights, narrowed to `collections` when given; the local user with every right when neither is given.
+    ValueError for an unknown or revoked key."""
+    names = frozenset(collections)
+    if key is not None:
+        grant = find_key(engine, key)
+        if grant is None:
+            raise ValueError("unknown or revoked API key")
+        identity = Identity(grant.key_id, grant.name, grant.scopes, grant.collections)
+    else:
+        identity = LOCAL_USER
+    if not names:
+        return identity
+    if refused := sorted(n for n in names if not identity.can_use(n)):
+        raise ValueError(f"the key may not use the collection {refused[0]!r}")
+    # Narrowed to some collections, an admin acts as a reader and asker of those only (admin passes every check).
+    scopes = frozenset({"read", "ask"}) if identity.is_admin else identity.scopes
+    return Identity(identity.key_id, identity.name, scopes, names)
 
 
 def is_loopback(host: str) -> bool:
@@ -141,10 +176,8 @@ def require_access(connection: ASGIConnection, handler: BaseRouteHandler) -> Non
     if needed == PUBLIC or connection.scope.get("method") == "OPTIONS":  # an OPTIONS answer carries no data
         return
     identity = resolve_identity(connection)
-    if not identity.has(needed):
-        raise PermissionDeniedException(f"this key lacks the {needed!r} scope")
+    authorize(identity, needed)
     connection.scope["user"] = identity
-    current_identity.set(identity)
 
 
 def identity_of(connection: ASGIConnection) -> Identity:

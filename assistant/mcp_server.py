@@ -1,22 +1,28 @@
-"""The MCP server (official `mcp` package, FastMCP): the tools of assistant/mcp_tools.py for editors and
+"""The MCP server (official `mcp` package, MCPServer): the tools of assistant/mcp_tools.py for editors and
 coding agents, over stdio (`assistant mcp`) or streamable HTTP (mounted at /mcp by the app).
 
+Who calls: over HTTP, the identity the app's guard left in the request's ASGI scope (the mount copies
+it); over stdio, the identity the operator started the command with (`--key`, `--collection`). A tool
+reached over HTTP without an identity is refused: no door falls back to the local user.
+
 The services come from a callable, because the app builds them in its lifespan, after this server
-exists (and `assistant mcp` on the first call); it is called in a worker thread. Store and retrieval work runs in a worker thread so that an HTTP server's event loop keeps
-streaming other answers meanwhile.
+exists (and `assistant mcp` on the first call); it is called in a worker thread. Store and retrieval
+work runs in a worker thread so that an HTTP server's event loop keeps streaming other answers meanwhile.
 """
 
-# No `from __future__ import annotations`: FastMCP reads the tools' annotations to build their schemas.
+# No `from __future__ import annotations`: MCPServer reads the tools' annotations to build their schemas.
 
 import logging
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any, Awaitable, Callable
 
 from anyio import to_thread
-from mcp.server.fastmcp import FastMCP
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from assistant import mcp_tools as tools
+from assistant.access import Identity
 from assistant.services import Services
 from assistant.settings import Settings
 
@@ -43,19 +49,26 @@ Kinds = Annotated[
 ]
 
 
-def build_mcp_server(services: Callable[[], Services], settings: Settings) -> FastMCP:
-    """A FastMCP server whose tools call mcp_tools with the services `services()` returns."""
+def caller(ctx: Context, stdio_identity: Identity | None) -> Identity:
+    """The identity of this tool call: the HTTP request's (set by the app's guard), else the operator's."""
+    request = ctx.request_context.request
+    if request is not None:
+        identity = request.scope.get("user")
+        if isinstance(identity, Identity):
+            return identity
+    elif stdio_identity is not None:
+        return stdio_identity
+    raise ToolError("no identity on this call: the server refuses it")
+
+
+def build_mcp_server(
+    services: Callable[[], Services], settings: Settings, stdio_identity: Identity | None = None
+) -> MCPServer:
+    """An MCP server whose tools call mcp_tools with the services `services()` returns, as the caller;
+    `stdio_identity` is whom calls without an HTTP request act as (None: only HTTP calls are served)."""
     log_level = settings.log_level.upper()
-    server = FastMCP(
-        "local-rag-assistant",
-        instructions=INSTRUCTIONS,
-        # The host decides whether DNS-rebinding protection is on (it is for a loopback address).
-        host=settings.server.host,
-        # Each HTTP request stands alone: no session state to lose when the server restarts.
-        stateless_http=True,
-        json_response=True,
-        log_level=log_level if log_level in LOG_LEVELS else "INFO",
-    )
+    server = MCPServer("local-rag-assistant", instructions=INSTRUCTIONS,
+                       log_level=log_level if log_level in LOG_LEVELS else "INFO")
 
     # The MCP package logs every request at INFO, and the server logs no other request: below DEBUG,
     # keep its warnings only.
@@ -63,13 +76,14 @@ def build_mcp_server(services: Callable[[], Services], settings: Settings) -> Fa
     if isinstance(level, int) and level > logging.DEBUG:
         logging.getLogger("mcp").setLevel(max(logging.WARNING, level))
 
-    async def in_thread(fn: Callable[..., dict], *args: Any) -> dict[str, Any]:
-        return await to_thread.run_sync(lambda: fn(services(), *args))
+    async def in_thread(ctx: Context, fn: Callable[..., dict], *args: Any) -> dict[str, Any]:
+        identity = caller(ctx, stdio_identity)
+        return await answered(to_thread.run_sync(lambda: fn(services(), identity, *args)))
 
     @server.tool(annotations=READ_ONLY)
-    async def list_collections() -> dict[str, Any]:
+    async def list_collections(ctx: Context) -> dict[str, Any]:
         """List the collections that can be searched, with their document and chunk counts."""
-        return await in_thread(tools.list_collections)
+        return await in_thread(ctx, tools.list_collections)
 
     @server.tool(annotations=READ_ONLY)
     async def search(
@@ -78,10 +92,11 @@ def build_mcp_server(services: Callable[[], Services], settings: Settings) -> Fa
         k: Annotated[int, Field(ge=1, le=tools.MAX_K, description="how many passages to return")] = 10,
         paths: Paths = None,
         kinds: Kinds = None,
+        ctx: Context = None,
     ) -> dict[str, Any]:
         """Find the passages of a collection that match a query (hybrid semantic + keyword search), best
         first, without generating an answer. Each hit has its path, line range or page, and a snippet."""
-        return await in_thread(tools.search, query, collection, k, paths, kinds)
+        return await in_thread(ctx, tools.search, query, collection, k, paths, kinds)
 
     @server.tool(annotations=READ_ONLY)
     async def ask(
@@ -90,10 +105,13 @@ def build_mcp_server(services: Callable[[], Services], settings: Settings) -> Fa
         k: Annotated[int | None, Field(ge=1, le=tools.MAX_K, description="passages to give the model")] = None,
         paths: Paths = None,
         kinds: Kinds = None,
+        ctx: Context = None,
     ) -> dict[str, Any]:
         """Answer a question from a collection with the local model. The answer cites its sources as
         [n]; the sources come back with their paths and line ranges or pages, the cited ones first."""
-        return await tools.ask(await to_thread.run_sync(services), question, collection, k, paths, kinds)
+        identity = caller(ctx, stdio_identity)
+        built = await to_thread.run_sync(services)
+        return await answered(tools.ask(built, identity, question, collection, k, paths, kinds))
 
     @server.tool(annotations=READ_ONLY)
     async def read_source(
@@ -106,9 +124,19 @@ def build_mcp_server(services: Callable[[], Services], settings: Settings) -> Fa
         neighbours: Annotated[
             int, Field(ge=0, le=tools.MAX_NEIGHBOURS, description="chunks to add before and after")
         ] = 1,
+        ctx: Context = None,
     ) -> dict[str, Any]:
         """Read a passage with the text around it: a chunk by its chunk_id, or the chunks of a document
         (by path) that cover some lines or a page, plus `neighbours` chunks before and after each side."""
-        return await in_thread(tools.read_source, chunk_id, collection, path, start_line, end_line, page, neighbours)
+        return await in_thread(ctx, tools.read_source, chunk_id, collection, path, start_line, end_line, page,
+                               neighbours)
 
     return server
+
+
+async def answered(call: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+    """A tool's result; its ToolCallError as the protocol's tool error, whose message reaches the caller."""
+    try:
+        return await call
+    except tools.ToolCallError as exc:
+        raise ToolError(str(exc)) from None

@@ -5,6 +5,10 @@ the same functions be called and tested directly. Every passage they return name
 relative to the ingested root, `file` when the root is known), its line range or page, and a
 `location` such as `src/flask/app.py:L120-L180`, so that an agent can open the original.
 A call that cannot be answered raises ToolCallError with a message written for the caller.
+
+Every tool takes the caller's Identity and asks the one access decision (`access.authorize`) with the
+scope of its REST twin before it reads anything: `list_collections`, `search` and `read_source` need
+read, `ask` needs ask (TOOL_SCOPES). Collections the caller may not use are neither listed nor named.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from indexes import reading
 from indexes.filters import SearchFilters
 from indexes.retrieve import Hit
 
-from assistant.access import LOCAL_USER, Identity, current_identity
+from assistant.access import AccessDenied, Identity, authorize
 from assistant.backends.base import BackendBusy
 from assistant.rag import answer
 from assistant.services import Services
@@ -25,6 +29,7 @@ MAX_K = 50
 MAX_FILTERS = 32
 MAX_NEIGHBOURS = 5
 MAX_READ_CHUNKS = 20  # chunks asked for by a line range or page, before neighbours
+TOOL_SCOPES = {"list_collections": "read", "search": "read", "ask": "ask", "read_source": "read"}
 
 
 class ToolCallError(ValueError):
@@ -43,20 +48,20 @@ def location(path: str, line_start: int | None, line_end: int | None, page: int 
     return path
 
 
-def file_of(root: str, path: str) -> str | None:
+def file_of(identity: Identity, root: str, path: str) -> str | None:
     """The original file's absolute path, when the document was ingested from a folder and the caller is
     on this machine (keyless use): server paths are not shown to callers with keys."""
-    return str(Path(root) / path) if root and caller().key_id is None else None
+    return str(Path(root) / path) if root and identity.key_id is None else None
 
 
-def hit_result(hit: Hit | dict, roots: dict[int, str]) -> dict[str, Any]:
+def hit_result(identity: Identity, hit: Hit | dict, roots: dict[int, str]) -> dict[str, Any]:
     """A retrieved chunk as a tool shows it: where it is, what it is about, and a snippet."""
     h = hit.to_dict() if isinstance(hit, Hit) else hit
     out = {
         "chunk_id": h["chunk_id"],
         "collection": h["collection"],
         "path": h["path"],
-        "file": file_of(roots.get(h["document_id"], ""), h["path"]),
+        "file": file_of(identity, roots.get(h["document_id"], ""), h["path"]),
         "location": location(h["path"], h["line_start"], h["line_end"], h["page"]),
         "line_start": h["line_start"],
         "line_end": h["line_end"],
@@ -77,28 +82,33 @@ def hit_result(hit: Hit | dict, roots: dict[int, str]) -> dict[str, Any]:
 # --- who is calling -------------------------------------------------------------------------------
 
 
-def caller() -> Identity:
-    """The key of the HTTP request being served (the app's guard set it); the local user over stdio."""
-    return current_identity.get() or LOCAL_USER
+def allow(identity: Identity, tool: str, collections: list[str] | tuple[str, ...] = ()) -> None:
+    """The access decision for one tool call, refused as a tool error."""
+    try:
+        authorize(identity, TOOL_SCOPES[tool], collections)
+    except AccessDenied as exc:
+        raise ToolCallError(exc.detail) from None
 
 
-def usable_names(services: Services) -> list[str]:
-    return [n for n in reading.collection_names(services.store) if caller().can_use(n)]
+def usable_names(services: Services, identity: Identity) -> list[str]:
+    return [n for n in reading.collection_names(services.store) if identity.can_use(n)]
 
 
 # --- checking the input -----------------------------------------------------------------------
 
 
-def resolve_collection(services: Services, collection: str | None) -> str:
-    """The collection to use: the one named, or the only one there is; else an error listing them.
-    A named collection costs one lookup; the list is read only when needed."""
+def resolve_collection(services: Services, identity: Identity, tool: str, collection: str | None) -> str:
+    """The collection to use, once the caller may: the one named, or the only one the caller may use;
+    else an error listing the caller's own. A named collection costs one lookup; the list is read only
+    when needed."""
     if collection and collection.strip():
-        usable = caller().can_use(collection)
-        if usable and services.store.get_collection(collection) is not None:
+        allow(identity, tool, [collection])
+        if services.store.get_collection(collection) is not None:
             return collection
-        known = usable_names(services)
+        known = usable_names(services, identity)
         raise ToolCallError(f"unknown collection {collection!r} (known: {', '.join(known) or 'none yet'})")
-    names = usable_names(services)
+    allow(identity, tool)
+    names = usable_names(services, identity)
     if len(names) == 1:
         return names[0]
     listed = ", ".join(names) if names else "none yet: ingest some documents first"
@@ -133,18 +143,20 @@ def filters_of(paths: list[str] | None, kinds: list[str] | None) -> SearchFilter
 # --- the tools --------------------------------------------------------------------------------
 
 
-def list_collections(services: Services) -> dict[str, Any]:
-    """Every collection with its document and chunk counts."""
+def list_collections(services: Services, identity: Identity) -> dict[str, Any]:
+    """Every collection the caller may use, with its document and chunk counts."""
+    allow(identity, "list_collections")
     return {
         "collections": [
             {k: c[k] for k in ("name", "documents", "chunks", "failed", "embedder")}
-            for c in services.store.list_collections() if caller().can_use(c["name"])
+            for c in services.store.list_collections() if identity.can_use(c["name"])
         ]
     }
 
 
 def search(
     services: Services,
+    identity: Identity,
     query: str,
     collection: str | None = None,
     k: int = 10,
@@ -152,16 +164,17 @@ def search(
     kinds: list[str] | None = None,
 ) -> dict[str, Any]:
     """The passages a query retrieves (hybrid dense + BM25), best first, without generating."""
+    name = resolve_collection(services, identity, "search", collection)
     query = check_text(services, query, "query")
-    name = resolve_collection(services, collection)
     k = check_k(k) or 10
     hits = services.retriever.search(query, name, k, filters=filters_of(paths, kinds))
     roots = reading.document_roots(services.store, [h.document_id for h in hits])
-    return {"query": query, "collection": name, "hits": [hit_result(h, roots) for h in hits]}
+    return {"query": query, "collection": name, "hits": [hit_result(identity, h, roots) for h in hits]}
 
 
 async def ask(
     services: Services,
+    identity: Identity,
     question: str,
     collection: str | None = None,
     k: int | None = None,
@@ -172,12 +185,10 @@ async def ask(
 
     The same answer() as /api/ask and `assistant ask`: retrieval, a prompt that fits, the backend.
     """
-    if not caller().has("ask"):
-        raise ToolCallError("this key lacks the 'ask' scope")
+    name = resolve_collection(services, identity, "ask", collection)
     if services.backend is None:
         raise ToolCallError("no backend is configured to answer with")
     question = check_text(services, question, "question")
-    name = resolve_collection(services, collection)
     flt = filters_of(paths, kinds)
     events = answer(
         question, name, retriever=services.retriever, backend=services.backend, settings=services.settings,
@@ -207,13 +218,14 @@ async def ask(
         "question": question,
         "collection": name,
         "answer": done.get("answer", "".join(pieces).strip()),
-        "sources": [hit_result(s, roots) for s in sources],
+        "sources": [hit_result(identity, s, roots) for s in sources],
         "model": done.get("model"),
     }
 
 
 def read_source(
     services: Services,
+    identity: Identity,
     chunk_id: int | None = None,
     collection: str | None = None,
     path: str | None = None,
@@ -224,6 +236,7 @@ def read_source(
 ) -> dict[str, Any]:
     """A passage of a document with `neighbours` chunks before and after it: by chunk id (from a
     search or an answer), or by collection + path and optionally a line range or a page."""
+    allow(identity, "read_source")
     if not 0 <= neighbours <= MAX_NEIGHBOURS:
         raise ToolCallError(f"neighbours must be between 0 and {MAX_NEIGHBOURS}, not {neighbours}")
     store = services.store
@@ -231,7 +244,7 @@ def read_source(
         if path or start_line is not None or end_line is not None or page is not None:
             raise ToolCallError("give either chunk_id, or path with optional start_line/end_line/page, not both")
         found = reading.document_of_chunk(store, chunk_id)
-        if found is None or not caller().can_use(found[0].collection):
+        if found is None or not identity.can_use(found[0].collection):  # another's chunk is as good as none
             raise ToolCallError(f"no chunk {chunk_id}")
         doc, ordinal = found
         ordinals = [ordinal]
@@ -243,7 +256,7 @@ def read_source(
                 raise ToolCallError(f"{name} must be at least 1, not {value}")
         if start_line is not None and end_line is not None and end_line < start_line:
             raise ToolCallError(f"end_line {end_line} is before start_line {start_line}")
-        name = resolve_collection(services, collection)
+        name = resolve_collection(services, identity, "read_source", collection)
         doc = reading.document_at(store, name, path)
         if doc is None:
             raise ToolCallError(f"no document {path!r} in collection {name!r}")
@@ -262,7 +275,7 @@ def read_source(
     return {
         "collection": doc.collection,
         "path": doc.path,
-        "file": file_of(doc.root, doc.path),
+        "file": file_of(identity, doc.root, doc.path),
         "title": doc.title,
         "kind": doc.kind,
         "document_chunks": doc.chunks,

@@ -24,7 +24,7 @@ from indexes.conversations import (
     rename_conversation,
 )
 
-from assistant.access import Identity, scoped
+from assistant.access import Identity, authorize, scoped
 from assistant.conversation import ConversationTurn, UnknownConversation
 from assistant.routes.deps import RowId, require_collection
 from assistant.services import Services
@@ -53,12 +53,13 @@ def checked_title(services: Services, title: str, *, required: bool) -> str:
 
 
 def require_own_conversation(services: Services, identity: Identity, conversation_id: int) -> None:
-    """404 for no such conversation, 403 for another key's."""
+    """404 for no such conversation, 403 for another key's or one over a collection this key may not use."""
     conv = get_conversation(services.store.engine, conversation_id)
     if conv is None:
         raise NotFoundException(f"unknown conversation: {conversation_id}")
     if not identity.owns(conv.owner_key):
         raise PermissionDeniedException("this conversation belongs to another key")
+    authorize(identity, "ask", conversation_dict(conv)["collections"])
 
 
 def open_conversation_turn(services: Services, data: "AskRequest", identity: Identity) -> ConversationTurn | None:

@@ -12,7 +12,7 @@ from litestar.params import Parameter
 from indexes.jobs import Jobs
 from indexes.models import IngestJob
 
-from assistant.access import Identity, scoped
+from assistant.access import Identity, authorize, scoped
 from assistant.redaction import client_path, strip_server_paths
 from assistant.routes.deps import RowId
 from assistant.services import Services
@@ -32,6 +32,7 @@ def require_own_job(services: Services, identity: Identity, job_id: int) -> Inge
         raise NotFoundException(f"no job {job_id}")
     if not identity.owns(job.owner_key):
         raise PermissionDeniedException("this job was queued by another key")
+    authorize(identity, "ingest", [job.collection])
     return job
 
 

@@ -12,6 +12,7 @@ from typing import AsyncIterator, Callable
 from litestar import Litestar
 from litestar.handlers import ASGIRouteHandler, asgi
 from litestar.types import Receive, Scope, Send
+from mcp.server.transport_security import TransportSecuritySettings
 
 from assistant.access import scoped
 from assistant.mcp_server import build_mcp_server
@@ -31,11 +32,20 @@ def mcp_mount(settings: Settings) -> tuple[list[ASGIRouteHandler], list[Callable
     def services() -> Services:
         return holder["app"].state.services
 
-    server = build_mcp_server(services, settings)
-    server.streamable_http_app()  # creates the session manager this mount serves through
+    server = build_mcp_server(services, settings)  # no stdio identity: every call acts as its request's key
+    # Creates the session manager this mount serves through. Each HTTP request stands alone (no session
+    # state to lose when the server restarts). Host and Origin are checked by the app's browser defences,
+    # as for every route, with the same `server.allowed_hosts`; the package's own loopback-only list would
+    # refuse names the operator allowed.
+    server.streamable_http_app(
+        stateless_http=True, json_response=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
     manager = server.session_manager
 
-    @asgi(MCP_PATH, is_mount=True, copy_scope=True, opt=scoped("read"))  # each tool checks the rest
+    # The guard checks the key and the read scope; each tool asks the same access decision for its own
+    # scope and collections with the identity the guard left in the scope (assistant/mcp_server.py).
+    @asgi(MCP_PATH, is_mount=True, copy_scope=True, opt=scoped("read"))
     async def mcp(scope: Scope, receive: Receive, send: Send) -> None:
         await manager.handle_request(scope, receive, send)
 

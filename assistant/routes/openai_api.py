@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from indexes.conversations import get_conversation
 from indexes.store import StoreError
 
-from assistant.access import Identity, scoped
+from assistant.access import AccessDenied, Identity, authorize, scoped
 from assistant.openai_chat import chunks, completion, start_chat
 from assistant.openai_embeddings import embeddings
 from assistant.openai_protocol import ChatCompletionRequest, EmbeddingRequest, OpenAIError, list_models, rag_collections
@@ -53,11 +53,17 @@ async def models(services: Services, identity: Identity) -> dict:
     return listed
 
 
+def check_model_access(identity: Identity, model: str) -> None:
+    """403 (OpenAI-shaped) for a `rag:` model of a collection this key may not use, known or not."""
+    try:
+        authorize(identity, "read", rag_collections(model) or [])
+    except AccessDenied as exc:
+        raise OpenAIError(403, exc.detail, "permission_error", "forbidden") from None
+
+
 def check_chat_access(identity: Identity, services: Services, data: ChatCompletionRequest) -> None:
     """403 (OpenAI-shaped) for a `rag:` collection or a conversation this key may not use."""
-    for name in rag_collections(data.model) or []:
-        if not identity.can_use(name):
-            raise OpenAIError(403, f"this key may not use the collection {name!r}", "permission_error", "forbidden")
+    check_model_access(identity, data.model)
     if data.conversation_id is not None:
         conv = get_conversation(services.store.engine, data.conversation_id)
         if conv is not None and not identity.owns(conv.owner_key):
@@ -95,8 +101,9 @@ async def chat_completions(
 
 
 @post("/embeddings", status_code=200, opt=scoped("read"), responses=ERRORS)
-async def create_embeddings(services: Services, data: EmbeddingRequest) -> Response:
+async def create_embeddings(services: Services, identity: Identity, data: EmbeddingRequest) -> Response:
     try:
+        check_model_access(identity, data.model)
         return Response(await to_thread.run_sync(embeddings, data, services))
     except OpenAIError as exc:
         return error_response(exc)

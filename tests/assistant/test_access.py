@@ -1,6 +1,5 @@
-"""API keys, scopes and collection allow-lists: every route × {no key, wrong key, read key for A, ingest key
-for A, admin}. Collection B holds a canary; no response to a caller without access to B may carry it, and
-every refusal is a 401/403 JSON message."""
+"""API keys, scopes and collection allow-lists: keyless local use, revocation, the keys command, what a
+read key sees. Every door × every identity is tested in test_access_matrix.py."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ from indexes.jobs import Jobs
 from tests.support.stores import write_pages
 
 CANARY = "zebracanary"
-B_MARKERS = (CANARY, "zebra-plans", "zebra plans")
 
 PAGES_A = {"handbook/travel.md": ("Travel", "Book flights through the travel desk at least 14 days before departure.")}
 PAGES_B = {"secret/zebra-plans.md": ("Zebra plans", f"The {CANARY.upper()} merger closes in May; travel is frozen.")}
@@ -53,122 +51,6 @@ def world(services, tmp_path):
     job = Jobs(engine).enqueue(b.id, "B", {"paths": [str(tmp_path / "roots" / "secret" / "zebra-plans.md")]}, owner_key=admin_id)
     conv = create_conversation(engine, "Zebra plans talk", ["B"], owner_key=admin_id)
     return {"keys": keys, "doc": doc_b.id, "chunk": chunk_b.id, "job": job.id, "conv": conv.id, "root": tmp_path / "roots"}
-
-
-def mcp_call(tool: str, arguments: dict) -> dict:
-    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
-
-
-MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
-
-
-def requests(w: dict) -> list[tuple[str, str, str, dict]]:
-    """(route template, method, url, request kwargs) for every guarded route, aimed at collection B
-    (destructive ones last)."""
-    d, c, j, v = w["doc"], w["chunk"], w["job"], w["conv"]
-    return [
-        ("/api/collections", "GET", "/api/collections", {}),
-        ("/api/collections/{name:str}/documents", "GET", "/api/collections/B/documents", {}),
-        ("/api/chunks/{chunk_id:int}", "GET", f"/api/chunks/{c}", {}),
-        ("/api/chunks/{chunk_id:int}/context", "GET", f"/api/chunks/{c}/context", {}),
-        ("/api/documents/{document_id:int}/file", "GET", f"/api/documents/{d}/file", {}),
-        ("/api/collections", "POST", "/api/collections", {"json": {"name": "C"}}),
-        ("/api/search", "GET", "/api/search?q=zebra+merger&collection=B", {}),
-        ("/api/ask", "POST", "/api/ask", {"json": {"question": "When does the merger close?", "collection": "B"}}),
-        ("/api/ask", "POST", "/api/ask", {"json": {"question": "When does the merger close?", "conversation_id": v}}),
-        ("/api/status", "GET", "/api/status", {}),
-        ("/api/jobs", "GET", "/api/jobs", {}),
-        ("/api/jobs", "GET", "/api/jobs?collection=B", {}),
-        ("/api/jobs/{job_id:int}", "GET", f"/api/jobs/{j}", {}),
-        ("/api/jobs/{job_id:int}/files", "GET", f"/api/jobs/{j}/files", {}),
-        ("/api/conversations", "GET", "/api/conversations", {}),
-        ("/api/conversations", "POST", "/api/conversations", {"json": {"title": "t", "collections": ["B"]}}),
-        ("/api/conversations/{conversation_id:int}", "GET", f"/api/conversations/{v}", {}),
-        ("/api/conversations/{conversation_id:int}", "PATCH", f"/api/conversations/{v}", {"json": {"title": "x"}}),
-        ("/api/documents/{document_id:int}/summary", "POST", f"/api/documents/{d}/summary", {"json": {}}),
-        ("/v1/models", "GET", "/v1/models", {}),
-        ("/v1/chat/completions", "POST", "/v1/chat/completions",
-         {"json": {"model": "rag:B", "messages": [{"role": "user", "content": "When does the merger close?"}]}}),
-        ("/v1/embeddings", "POST", "/v1/embeddings", {"json": {"model": "x", "input": "hello"}}),
-        ("/metrics", "GET", "/metrics", {}),
-        ("/mcp", "POST", "/mcp", {"json": mcp_call("list_collections", {}), "headers": MCP_HEADERS}),
-        ("/mcp", "POST", "/mcp", {"json": mcp_call("search", {"query": "zebra merger", "collection": "B"}), "headers": MCP_HEADERS}),
-        ("/mcp", "POST", "/mcp", {"json": mcp_call("read_source", {"chunk_id": c}), "headers": MCP_HEADERS}),
-        ("/mcp", "POST", "/mcp", {"json": mcp_call("ask", {"question": "merger?", "collection": "B"}), "headers": MCP_HEADERS}),
-        ("/api/collections/{name:str}/sources", "POST", "/api/collections/B/sources", {"json": {"path": str(w["root"] / "docs")}}),
-        ("/api/collections/{name:str}/documents", "POST", "/api/collections/B/documents",
-         {"files": {"f": ("note.md", b"# hi\n")}, "headers": {"X-Requested-By": "test"}}),
-        ("/api/jobs/{job_id:int}", "DELETE", f"/api/jobs/{j}", {}),
-        ("/api/conversations/{conversation_id:int}", "DELETE", f"/api/conversations/{v}", {}),
-        ("/api/collections/{name:str}/documents/{document_id:int}", "DELETE", f"/api/collections/B/documents/{d}", {}),
-        ("/api/collections/{name:str}", "DELETE", "/api/collections/B", {}),
-    ]
-
-
-def guarded_routes(app) -> set[tuple[str, str]]:
-    out = set()
-    for route in app.routes:
-        for handler in getattr(route, "route_handlers", None) or [route.route_handler]:
-            if handler.opt.get("scope") == "public":
-                continue
-            methods = getattr(handler, "http_methods", None) or {"POST"}  # the /mcp mount
-            out |= {(route.path, m) for m in methods if m != "OPTIONS"}
-    return out
-
-
-def is_denial(r) -> bool:
-    if r.status_code not in (401, 403):
-        return False
-    body = r.json()
-    return bool(body.get("detail") or (body.get("error") or {}).get("message"))
-
-
-def carries_b(r) -> bool:
-    return any(m in r.text.lower() for m in B_MARKERS)
-
-
-IDENTITIES = ["none", "wrong", "read_A", "ingest_A", "admin"]
-
-
-async def test_every_route_by_identity_leaks_nothing_of_collection_b(client, services, world):
-    table = requests(world)
-    assert guarded_routes(client.app) == {(t, m) for t, m, _, _ in table}, "every guarded route is in the matrix"
-    results: dict[str, list] = {}
-    for who in IDENTITIES:
-        auth = {} if who == "none" else {"Authorization": "Bearer " + ("rag_not-a-key" if who == "wrong" else world["keys"][who])}
-        rows = []
-        for template, method, url, kwargs in table:
-            headers = {**kwargs.get("headers", {}), **auth}
-            r = await client.request(method, url, **{**kwargs, "headers": headers})
-            rows.append((template, method, url, r))
-        results[who] = rows
-
-    for who in ("none", "wrong"):
-        for _, method, url, r in results[who]:
-            assert r.status_code == 401 and is_denial(r), (who, method, url, r.status_code, r.text[:200])
-    for who in ("read_A", "ingest_A"):
-        for _, method, url, r in results[who]:
-            assert r.status_code < 500, (who, method, url, r.status_code, r.text[:300])
-            assert not carries_b(r), (who, method, url, r.text[:300])
-            if r.status_code in (401, 403):
-                assert is_denial(r), (who, url, r.text)
-    denied = {(who, m, u) for who in ("read_A", "ingest_A") for _, m, u, r in results[who] if is_denial(r)}
-    # what each key may not do is refused outright, not merely emptied
-    assert ("read_A", "GET", "/api/search?q=zebra+merger&collection=B") in denied
-    assert ("read_A", "GET", f"/api/chunks/{world['chunk']}") in denied
-    assert ("read_A", "POST", "/api/ask") in denied  # a read key may not ask
-    assert ("read_A", "GET", "/metrics") in denied and ("ingest_A", "GET", "/metrics") in denied
-    assert ("ingest_A", "POST", "/api/collections/B/sources") in denied
-    assert ("ingest_A", "DELETE", "/api/collections/B") in denied
-    assert ("ingest_A", "GET", f"/api/jobs/{world['job']}") in denied
-    assert ("read_A", "GET", f"/api/conversations/{world['conv']}") in denied  # conversations need `ask`
-    admin = {(m, u): r for _, m, u, r in results["admin"]}
-    assert admin[("GET", "/api/search?q=zebra+merger&collection=B")].status_code == 200
-    assert CANARY in admin[("GET", "/api/search?q=zebra+merger&collection=B")].text.lower()
-    assert admin[("DELETE", "/api/collections/B")].status_code == 202
-    denials = sum(is_denial(r) for rows in results.values() for *_, r in rows)
-    print(f"matrix: {len(table)} requests x {len(IDENTITIES)} identities; {denials} refusals (401/403 JSON); "
-          "0 responses with data of B to callers without access")
 
 
 async def test_a_read_key_sees_its_collection_and_nothing_else(client, world):

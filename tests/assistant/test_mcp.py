@@ -1,11 +1,13 @@
-"""The MCP tools through the real `mcp` client: over stdio against `assistant mcp` (a subprocess) and over
-streamable HTTP against /mcp of the real server; then `search` over Flask's source tree."""
+"""The MCP tools through the real `mcp` client (2.x): over stdio against `assistant mcp` (a subprocess, also
+with the rights of a key or of some collections) and over streamable HTTP against /mcp of the real server
+(also with a key); then `search` over Flask's source tree."""
 
 from __future__ import annotations
 
 import ast
 import json
 import os
+import subprocess
 import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,6 +19,7 @@ from litestar.testing import AsyncTestClient
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from assistant.app import create_app
 from assistant.backends.base import create_backend
@@ -75,21 +78,31 @@ def data_dir(tmp_path_factory, embedder) -> Path:
 
 def payload(result) -> dict:
     """A successful tool result's structured content (also sent as JSON text, for older clients)."""
-    assert not result.isError, result.content
-    assert json.loads(result.content[0].text) == result.structuredContent
-    return result.structuredContent
+    assert not result.is_error, result.content
+    assert json.loads(result.content[0].text) == result.structured_content
+    return result.structured_content
 
 
 def error_text(result) -> str:
-    assert result.isError, result.structuredContent
+    assert result.is_error, result.structured_content
     return result.content[0].text
+
+
+@asynccontextmanager
+async def http_session(url: str, key: str | None = None) -> AsyncIterator[ClientSession]:
+    """The `mcp` client over streamable HTTP, sending `key` as the Bearer token."""
+    headers = {"Authorization": f"Bearer {key}"} if key else None
+    async with create_mcp_http_client(headers=headers) as http, \
+            streamable_http_client(url, http_client=http) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
 
 
 async def exercise_every_tool(session: ClientSession) -> None:
     """List the four tools and call each, good calls and bad ones, as an editor's agent would."""
     listed = await session.list_tools()
     assert {t.name for t in listed.tools} == TOOLS
-    search_schema = next(t for t in listed.tools if t.name == "search").inputSchema
+    search_schema = next(t for t in listed.tools if t.name == "search").input_schema
     assert {"query", "collection", "k", "paths", "kinds"} <= set(search_schema["properties"])
 
     colls = payload(await session.call_tool("list_collections", {}))["collections"]
@@ -177,9 +190,75 @@ def http_url(data_dir, embedder):
 
 
 async def test_streamable_http_at_mcp_lists_the_four_tools_and_calls_each(http_url):
-    async with streamable_http_client(f"{http_url}/mcp") as (read, write, _), ClientSession(read, write) as session:
-        await session.initialize()
+    async with http_session(f"{http_url}/mcp") as session:
         await exercise_every_tool(session)
+
+
+@pytest.fixture(scope="module")
+def two_collections(tmp_path_factory, embedder) -> tuple[Path, dict[str, str]]:
+    """A store with `mine` and `theirs` (a canary in it) and keys: (data dir, {who: key})."""
+    from indexes.apikeys import create_key
+    from tests.support.stores import write_pages
+
+    data = tmp_path_factory.mktemp("mcp-keys")
+    store = Store(data)
+    write_pages(store, embedder, "mine", {"rota.md": ("Rota", "The on-call rota changes every Monday at nine.")})
+    write_pages(store, embedder, "theirs", {"deal.md": ("Deal", "The OSPREYCANARY deal is signed on Friday.")})
+    keys = {who: create_key(store.engine, who, scopes, ["mine"])[1]
+            for who, scopes in (("reader", ["read"]), ("asker", ["ask"]))}
+    store.close()
+    return data, keys
+
+
+async def assert_only_mine(session: ClientSession, *, may_ask: bool) -> None:
+    """What a caller limited to `mine` gets from each tool."""
+    assert [c["name"] for c in payload(await session.call_tool("list_collections", {}))["collections"]] == ["mine"]
+    found = payload(await session.call_tool("search", {"query": "on-call rota"}))  # the only one it may use
+    assert found["collection"] == "mine" and "Monday" in found["hits"][0]["snippet"]
+    refused = error_text(await session.call_tool("search", {"query": "deal", "collection": "theirs"}))
+    assert "may not use this collection" in refused and "theirs" not in refused.split(":")[-1]
+    other = payload(await session.call_tool("search", {"query": "rota", "collection": "mine"}))["hits"][0]["chunk_id"]
+    assert "no chunk" in error_text(await session.call_tool("read_source", {"chunk_id": other + 1}))  # theirs
+    asked = await session.call_tool("ask", {"question": "When does the rota change?", "collection": "mine"})
+    if may_ask:
+        assert "rota change" in payload(asked)["answer"]
+    else:
+        assert "lacks the 'ask' scope" in error_text(asked)
+    refused = error_text(await session.call_tool("ask", {"question": "deal?", "collection": "theirs"}))
+    assert ("may not use" if may_ask else "lacks the 'ask' scope") in refused
+
+
+async def test_stdio_acts_with_the_rights_the_operator_gives_it(two_collections):
+    data, keys = two_collections
+    async with stdio_session(data, "--backend", "echo", "--key", keys["reader"]) as session:
+        await assert_only_mine(session, may_ask=False)
+    async with stdio_session(data, "--backend", "echo", "--collection", "mine") as session:
+        await assert_only_mine(session, may_ask=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "assistant.cli", "mcp", "--data-dir", str(data), "--key", "rag_not-a-key"],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)}, stdin=subprocess.DEVNULL,
+    )
+    assert run.returncode != 0 and "unknown or revoked API key" in run.stderr
+
+
+async def test_streamable_http_obeys_the_key_sent(two_collections, embedder):
+    from assistant.settings import Settings
+
+    data, keys = two_collections
+    settings = Settings(data_dir=data, backend="echo")
+    store = Store(data)
+    services = Services.assemble(settings, store, embedder, create_backend(settings))
+    try:
+        with serve_in_thread(create_app(settings, services)) as server:
+            async with http_session(f"{server.url}/mcp", keys["asker"]) as session:
+                await assert_only_mine(session, may_ask=True)
+            async with http_session(f"{server.url}/mcp", keys["reader"]) as session:
+                await assert_only_mine(session, may_ask=False)
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+            refused = httpx.post(f"{server.url}/mcp", json=body, headers={"Accept": "application/json, text/event-stream"})
+            assert refused.status_code == 401 and "Bearer" in refused.json()["detail"]
+    finally:
+        store.close()
 
 
 async def test_ask_over_http_answers_with_the_real_llamacpp_model(data_dir, embedder, llama):
@@ -192,8 +271,7 @@ async def test_ask_over_http_answers_with_the_real_llamacpp_model(data_dir, embe
     services = Services.assemble(settings, store, embedder, llama)
     try:
         with serve_in_thread(create_app(settings, services)) as server:
-            async with streamable_http_client(f"{server.url}/mcp") as (read, write, _), ClientSession(read, write) as session:
-                await session.initialize()
+            async with http_session(f"{server.url}/mcp") as session:
                 answered = payload(await session.call_tool(
                     "ask", {"question": "How do I roll back a bad release?", "collection": "project", "k": 3}
                 ))
@@ -256,8 +334,7 @@ async def test_search_over_flask_finds_make_response_in_app_py_with_its_lines(fl
     source = (tree / "src" / "flask" / "app.py").read_text()
     method = next(n for c in ast.parse(source).body if isinstance(c, ast.ClassDef) and c.name == "Flask"
                   for n in c.body if isinstance(n, ast.FunctionDef) and n.name == "make_response")
-    async with streamable_http_client(f"{url}/mcp") as (read, write, _), ClientSession(read, write) as session:
-        await session.initialize()
+    async with http_session(f"{url}/mcp") as session:
         found = payload(await session.call_tool(
             "search", {"query": "Where is make_response implemented?", "collection": "flask", "k": 10}
         ))
