@@ -1,7 +1,8 @@
 """What must not leave the server as it is: absolute server paths, API keys, credentials inside URLs.
 
 Jobs and errors name files relative to the folder they came from; settings and logs show `***` where a
-key or password was.
+key or password was. A URL keeps its scheme, host, port and path (so that it still says which server
+is meant) and loses its user, password, every query value and its fragment.
 """
 
 from __future__ import annotations
@@ -9,33 +10,67 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from assistant.settings import Settings
+if TYPE_CHECKING:
+    from assistant.settings import Settings
 
 HIDDEN = "***"
 URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
+# A URL inside free text: it ends at whitespace, a quote, or a comma that starts the next URL (replicas
+# given as one comma-separated setting); punctuation at its end belongs to the sentence around it.
+SCHEME = r"[a-zA-Z][a-zA-Z0-9+.-]*://"
+URL_IN_TEXT = re.compile(SCHEME + r"(?:[^\s'\"<>`,]|,(?!\s*" + SCHEME + r"))+")
+SENTENCE_END = ".,;:!?)]}"
 BEARER = re.compile(r"(?i)\b(bearer\s+)\S+")
 OUR_KEYS = re.compile(r"\brag_[A-Za-z0-9_-]{8,}")
 SECRET_FLAGS = re.compile(r"(?i)(--?(?:api[-_]?key|token|password|secret)[= ]+)(\S+)")
 
 
 def redact_url(url: str) -> str:
-    """The URL without the user and password it may carry."""
+    """The URL as it may be shown: `user:password@` becomes `***@`, each query value `***`, a fragment `***`.
+
+    Every query value is hidden, not only those with known secret names (token, key, sig, ...): servers
+    name their tokens as they like (`X-Amz-Signature`, `code`, `k`), and a list would always miss one.
+    The parameter names stay, so the URL still reads as the one that was configured.
+    """
     try:
         parts = urlsplit(url)
-    except ValueError:
-        return URL_CREDENTIALS.sub(lambda m: m["scheme"] + HIDDEN + "@", url)
-    if parts.username is None and parts.password is None:
+    except ValueError:  # not parsable (an unclosed IPv6 bracket): everything after `?` goes
+        base, question, _ = url.partition("?")
+        return URL_CREDENTIALS.sub(lambda m: m["scheme"] + HIDDEN + "@", base) + (question and question + HIDDEN)
+    _, at, host = parts.netloc.rpartition("@")  # a password may itself hold an `@`
+    if not (at or parts.query or parts.fragment):
         return url
-    host = parts.hostname or ""
-    netloc = f"{HIDDEN}@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    query = "&".join(hide_query_value(item) for item in parts.query.split("&"))
+    fragment = HIDDEN if parts.fragment else ""
+    return urlunsplit((parts.scheme, f"{HIDDEN}@{host}" if at else host, parts.path, query, fragment))
+
+
+def hide_query_value(item: str) -> str:
+    """`name=value` -> `name=***`; a value without a name is hidden whole."""
+    name, eq, value = item.partition("=")
+    if not eq:
+        return HIDDEN if item else item
+    return f"{name}={HIDDEN}" if value else item
+
+
+def redact_urls(text: str) -> str:
+    """Free text with every URL in it shown as `redact_url` shows it."""
+
+    def one(match: re.Match[str]) -> str:
+        url = match[0]
+        url_part = url.rstrip(SENTENCE_END)
+        return redact_url(url_part) + url[len(url_part):]
+
+    return URL_IN_TEXT.sub(one, text)
 
 
 def redact_text(text: str) -> str:
-    """Free text (a log line, an error, a command line) with keys, bearer tokens and URL credentials hidden."""
+    """Free text (a log line, an error, a command line) with keys, bearer tokens, URL credentials and URL
+    query values hidden."""
+    text = redact_urls(text)
     text = URL_CREDENTIALS.sub(lambda m: m["scheme"] + HIDDEN + "@", text)
     text = BEARER.sub(lambda m: m[1] + HIDDEN, text)
     text = SECRET_FLAGS.sub(lambda m: m[1] + HIDDEN, text)

@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
 from indexes.factory import embedder_from
 from indexes.jobs import Jobs, worker_name
 from indexes.store import COLLECTION_NAME, Store, StoreError
+from indexes.terminal_text import terminal_safe
 from ingest.pipeline import IngestReport, JobLink, ingest_paths
 from ingest.progress_ui import RunProgressBar, follow_job, print_job, print_summary
 from ingest.worker import Worker, options_from
@@ -72,7 +74,7 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def fail(message: str) -> int:
-    print(f"assistant ingest: {message}", file=sys.stderr)
+    print(f"assistant ingest: {terminal_safe(message, multiline=True)}", file=sys.stderr)
     return 2
 
 
@@ -149,13 +151,13 @@ def _watch(store: Store, embedder, folder: str, collection: str, settings: Any, 
     from ingest.watch import watch_folder
 
     stop = threading.Event()
-    err.print(f"watching {folder} (Ctrl-C stops)")
+    err.print(Text(f"watching {terminal_safe(folder)} (Ctrl-C stops)"))
 
     def on_batch(report: IngestReport) -> None:
         parts = [f"{report.files_ingested} ingested", f"{report.files_removed} removed"]
         if report.files_failed:
             parts.append(f"{report.files_failed} failed: " + "; ".join(f"{f.path}: {f.reason}" for f in report.failures))
-        err.print(f"[{collection}] " + ", ".join(parts) + f" in {report.seconds:.2f} s")
+        err.print(Text(terminal_safe(f"[{collection}] " + ", ".join(parts) + f" in {report.seconds:.2f} s")))
 
     try:
         watch_folder(store, embedder, folder, collection, options=options_from(settings),
@@ -189,8 +191,8 @@ def run_jobs(args: argparse.Namespace, settings: Any) -> int:
             if args.json:
                 print(json.dumps(rows))
             for info in [] if args.json else rows:
-                console.print(f"{info['id']:>5}  {info['status']:<9} {info['collection']:<20} "
-                              f"{info['files_done']}/{info['files_total']} files  {info['chunks']} chunks")
+                console.print(Text(f"{info['id']:>5}  {info['status']:<9} {terminal_safe(info['collection']):<20} "
+                                   f"{info['files_done']}/{info['files_total']} files  {info['chunks']} chunks"))
             return 0
         if jobs.get(args.job) is None:
             print(f"assistant jobs: no job {args.job}", file=sys.stderr)

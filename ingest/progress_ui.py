@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from indexes.jobs import Jobs
+from indexes.terminal_text import terminal_safe
 from ingest.pipeline import IngestReport, ProgressEvent
 
 FINAL_JOB_STATES = ("done", "failed", "cancelled")
@@ -34,7 +35,8 @@ class _RateColumn(ProgressColumn):
 
 
 def _short(path: str, width: int = 32) -> str:
-    return path if len(path) <= width else "…" + path[-(width - 1):]
+    """The end of a file name for the progress line, safe to print there (the column reads markup)."""
+    return terminal_safe(path if len(path) <= width else "…" + path[-(width - 1):], markup=True)
 
 
 def _progress(console: Console, enabled: bool, *extra: ProgressColumn) -> Progress:
@@ -121,27 +123,28 @@ def print_summary(console: Console, report: IngestReport) -> None:
         table.add_row(label, str(value))
     console.print(table)
     for root, git in report.git.items():
-        console.print(f"git: {root} at {git.get('commit', '')[:12]}" + (f" ({git['branch']})" if git.get("branch") else ""))
+        line = f"git: {root} at {git.get('commit', '')[:12]}" + (f" ({git['branch']})" if git.get("branch") else "")
+        console.print(Text(terminal_safe(line)))
     for title, issues, style in (("Files not ingested", report.failures, "bold red"),
                                  ("Files left out", report.ignored, "bold yellow"),
                                  ("Notes", report.notes, "bold")):
         if issues:
             t = Table("file", "reason", title=title, title_style=style)
-            for issue in issues:
-                t.add_row(issue.path, issue.reason)
+            for issue in issues:  # names and reasons come from the files: shown, never obeyed
+                t.add_row(Text(terminal_safe(issue.path)), Text(terminal_safe(issue.reason, multiline=True)))
             console.print(t)
 
 
 def print_job(console: Console, info: dict[str, Any]) -> None:
     """A job's final state in a few lines, with its failed files."""
-    console.print(
+    console.print(Text(terminal_safe(
         f"job {info['id']} ({info['kind']}) for {info['collection']!r}: {info['status']} — "
         f"{info['files_done']}/{info['files_total']} files, {info['chunks']} chunks, "
         f"{info['files_failed']} failed, {info['files_skipped']} skipped"
-        + (f"; error: {info['error']}" if info.get("error") else "")
-    )
+        + (f"; error: {info['error']}" if info.get("error") else ""), multiline=True,
+    )))
     if info["errors"]:
         t = Table("file", "reason", title="Files not ingested", title_style="bold red")
         for e in info["errors"]:
-            t.add_row(e["path"], e["reason"] or "")
+            t.add_row(Text(terminal_safe(e["path"])), Text(terminal_safe(e["reason"] or "", multiline=True)))
         console.print(t)

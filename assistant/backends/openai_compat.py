@@ -36,6 +36,7 @@ from assistant.backends.base import (
     completion_text,
 )
 from assistant.backends.replicas import Replica, Replicas
+from assistant.redaction import redact_text, redact_url
 
 if TYPE_CHECKING:
     from assistant.settings import OpenAISettings, Settings
@@ -119,7 +120,8 @@ class OpenAIBackend:
         return self.replicas.all[0].client
 
     def _where(self) -> str:
-        urls = [r.base_url for r in self.replicas.all]
+        """The replica(s) as a message may name them (no password, no query values)."""
+        urls = [r.shown_url for r in self.replicas.all]
         return urls[0] if len(urls) == 1 else "any of " + ", ".join(urls)
 
     # --- what the server reports ----------------------------------------------------------------
@@ -127,7 +129,7 @@ class OpenAIBackend:
     def _remember(self, entries: list[dict], where: str = "") -> ServerInfo:
         ids = [str(e.get("id")) for e in entries if e.get("id")]
         if not ids and not self.cfg.model:
-            raise BackendError(f"the server at {where or self.base_url} lists no models")
+            raise BackendError(f"the server at {where or redact_url(self.base_url)} lists no models")
         model = self.cfg.model or ids[0]
         entry = next((e for e in entries if e.get("id") == model), {})
         length = entry.get("max_model_len")
@@ -142,9 +144,9 @@ class OpenAIBackend:
             try:
                 r = self._http.get(f"{replica.base_url}/models", timeout=HEALTH_TIMEOUT_S)
                 r.raise_for_status()
-                return self._remember(r.json().get("data", []), replica.base_url)
+                return self._remember(r.json().get("data", []), replica.shown_url)
             except Exception as exc:
-                log.warning("could not list the models of %s: %s", replica.base_url, exc)
+                log.warning("could not list the models of %s: %s", replica.shown_url, redact_text(str(exc)))
         self._failed_at = time.monotonic()
         return None
 
@@ -165,12 +167,12 @@ class OpenAIBackend:
                     match = next((line.split()[1] for line in params.splitlines() if line.split()[:1] == ["num_ctx"]), None)
                     found = int(match) if match and match.isdigit() else None
         except (self._httpx.HTTPError, ValueError, AttributeError) as exc:
-            log.debug("context window probe at %s failed: %s", root, exc)
+            log.debug("context window probe at %s failed: %s", redact_url(root), redact_text(str(exc)))
         if isinstance(found, int) and found > 0:
             return found
         log.warning(
             "the server at %s does not report its context window; assuming %d tokens "
-            "(set openai.context_window to the server's real one)", root, self.cfg.context_window,
+            "(set openai.context_window to the server's real one)", redact_url(root), self.cfg.context_window,
         )
         return None
 
@@ -204,7 +206,7 @@ class OpenAIBackend:
             try:
                 count = self._count_with(route, messages)
             except Exception as exc:  # server down: estimate now, ask again next time
-                log.warning("token count from %s failed: %s", self._where(), exc)
+                log.warning("token count from %s failed: %s", self._where(), redact_text(str(exc)))
                 return estimate_tokens(messages)
             if count is not None:
                 self._tokenize_route = route
@@ -219,7 +221,7 @@ class OpenAIBackend:
             try:
                 return self._count_at(replica.root, route, messages)
             except self._httpx.TransportError as exc:
-                self.replicas.mark_down(replica, f"{type(exc).__name__}: {exc}")
+                self.replicas.mark_down(replica, redact_text(f"{type(exc).__name__}: {exc}"))
                 error = exc
         assert error is not None
         raise error
@@ -247,28 +249,30 @@ class OpenAIBackend:
     # --- generation -----------------------------------------------------------------------------
 
     def _error(self, exc: Exception, where: str | None = None) -> BackendError:
-        o, url = self._openai, where or self.base_url
+        """The error to raise for a failed request; `where` is a shown URL, and the exception's own text
+        (which may hold the request's URL) is redacted too."""
+        o, url = self._openai, where or redact_url(self.base_url)
         if isinstance(exc, o.APITimeoutError):
             return BackendError(f"backend timed out at {url}")
         if isinstance(exc, o.APIConnectionError):
-            return BackendError(f"backend unreachable at {url}: {exc.__cause__ or exc}")
+            return BackendError(redact_text(f"backend unreachable at {url}: {exc.__cause__ or exc}"))
         if isinstance(exc, o.APIStatusError):
             if exc.status_code in (429, 503):
                 retry = exc.response.headers.get("retry-after", "")
                 return BackendBusy(f"backend busy at {url}", retry_after=int(retry) if retry.isdigit() else 5)
-            return BackendError(f"backend at {url} answered {exc.status_code}: {exc.message}")
+            return BackendError(redact_text(f"backend at {url} answered {exc.status_code}: {exc.message}"))
         if isinstance(exc, self._httpx.TimeoutException):  # a read that outlasted the timeout mid-stream
             return BackendError(f"backend timed out at {url}")
         if isinstance(exc, self._httpx.HTTPError):  # raised while reading a stream: the connection broke
-            return BackendError(f"backend connection lost at {url}: {type(exc).__name__}: {exc}")
-        return BackendError(f"backend error at {url}: {exc}")
+            return BackendError(redact_text(f"backend connection lost at {url}: {type(exc).__name__}: {exc}"))
+        return BackendError(redact_text(f"backend error at {url}: {exc}"))
 
     async def _amodel(self, replica: Replica) -> str:
         if self.cfg.model:
             return self.cfg.model
         if self._info is None:
             page = await replica.client.models.list(timeout=HEALTH_TIMEOUT_S)
-            self._remember([m.model_dump() for m in page.data], replica.base_url)
+            self._remember([m.model_dump() for m in page.data], replica.shown_url)
         assert self._info is not None
         return self._info.model
 
@@ -303,12 +307,12 @@ class OpenAIBackend:
                 response = await self._open(candidate, messages, params)
             except (o.APIConnectionError, o.APITimeoutError) as exc:  # not reached: nothing was generated
                 self.replicas.release(candidate)
-                self.replicas.mark_down(candidate, str(self._error(exc, candidate.base_url)))
-                failure = self._error(exc, candidate.base_url if len(self.replicas.all) == 1 else self._where())
+                self.replicas.mark_down(candidate, str(self._error(exc, candidate.shown_url)))
+                failure = self._error(exc, candidate.shown_url if len(self.replicas.all) == 1 else self._where())
                 continue
             except o.APIError as exc:
                 self.replicas.release(candidate)
-                raise self._error(exc, candidate.base_url) from exc
+                raise self._error(exc, candidate.shown_url) from exc
             except BaseException:
                 self.replicas.release(candidate)
                 raise
@@ -320,7 +324,7 @@ class OpenAIBackend:
         try:
             async for line in response.http_response.aiter_lines():
                 if time.monotonic() > deadline:
-                    raise BackendError(f"the answer took longer than {self.cfg.timeout_s:g} s (timeout_s) at {replica.base_url}")
+                    raise BackendError(f"the answer took longer than {self.cfg.timeout_s:g} s (timeout_s) at {replica.shown_url}")
                 if not line.startswith("data:"):
                     continue
                 data = line[5:].strip()
@@ -329,7 +333,8 @@ class OpenAIBackend:
                 chunk = json.loads(data)
                 if chunk.get("error"):
                     error = chunk["error"]
-                    raise BackendError(f"backend error at {replica.base_url}: {error.get('message', error) if isinstance(error, dict) else error}")
+                    message = error.get("message", error) if isinstance(error, dict) else error
+                    raise BackendError(redact_text(f"backend error at {replica.shown_url}: {message}"))
                 usage = chunk.get("usage")
                 if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
                     answer.completion_tokens = usage["completion_tokens"]
@@ -341,8 +346,8 @@ class OpenAIBackend:
                     yield text
         except (o.APIError, self._httpx.HTTPError) as exc:
             if isinstance(exc, (o.APIConnectionError, self._httpx.TransportError)):
-                self.replicas.mark_down(replica, f"{type(exc).__name__}: {exc}")
-            raise self._error(exc, replica.base_url) from exc
+                self.replicas.mark_down(replica, redact_text(f"{type(exc).__name__}: {exc}"))
+            raise self._error(exc, replica.shown_url) from exc
         finally:
             self.replicas.release(replica)
             await response.http_response.aclose()  # on early close too: the server sees the disconnect and aborts
@@ -351,8 +356,8 @@ class OpenAIBackend:
         try:
             page = await replica.client.models.list(timeout=HEALTH_TIMEOUT_S)
         except self._openai.APIError as exc:
-            self.replicas.mark_down(replica, str(self._error(exc, replica.base_url)))
-            return replica, self._error(exc, replica.base_url)
+            self.replicas.mark_down(replica, str(self._error(exc, replica.shown_url)))
+            return replica, self._error(exc, replica.shown_url)
         self.replicas.mark_up(replica)
         return replica, page
 
@@ -366,10 +371,10 @@ class OpenAIBackend:
                 raise down[0][1]
             raise BackendError("no replica can be reached: " + "; ".join(str(e) for _, e in down))
         replica, page = up[0]
-        info = self._remember([m.model_dump() for m in page.data], replica.base_url)
+        info = self._remember([m.model_dump() for m in page.data], replica.shown_url)
         if self.cfg.model and self.cfg.model not in info.models:
-            return BackendHealth(ok=False, model=info.model, detail=f"model {info.model!r} not served by {replica.base_url} (it serves: {', '.join(info.models)})")
-        detail = f"{replica.base_url}, {self.prompt_style} prompts"
+            return BackendHealth(ok=False, model=info.model, detail=f"model {info.model!r} not served by {replica.shown_url} (it serves: {', '.join(info.models)})")
+        detail = f"{replica.shown_url}, {self.prompt_style} prompts"
         if len(self.replicas.all) > 1:
             detail = f"{len(up)} of {len(self.replicas.all)} replicas up, {self.prompt_style} prompts"
             if down:

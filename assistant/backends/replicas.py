@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from assistant.redaction import redact_url
+
 
 @dataclass
 class Replica:
@@ -31,11 +33,16 @@ class Replica:
         return self.base_url.removesuffix("/v1")
 
     @property
+    def shown_url(self) -> str:
+        """The base URL as messages, logs and /api/status may show it: no password, no query values."""
+        return redact_url(self.base_url)
+
+    @property
     def up(self) -> bool:
         return self.down_until <= time.monotonic()
 
     def status(self) -> dict[str, Any]:
-        return {"url": self.base_url, "up": self.up, "in_flight": self.in_flight, "served": self.served,
+        return {"url": self.shown_url, "up": self.up, "in_flight": self.in_flight, "served": self.served,
                 "last_error": self.last_error}  # fmt: skip
 
 

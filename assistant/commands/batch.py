@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from indexes.store import Store
+from indexes.terminal_text import terminal_safe
 
 from assistant.backends.base import BackendError
 from assistant.backends.registry import backend_names
@@ -33,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def fail(message: str) -> int:
-    print(f"assistant: {message}", file=sys.stderr)
+    print(f"assistant: {terminal_safe(message, multiline=True)}", file=sys.stderr)
     return 2
 
 
@@ -50,7 +51,7 @@ def run_batch_command(args: argparse.Namespace, settings: Settings) -> int:
         return fail("-k must be between 1 and 50")
     questions, bad = read_questions(args.questions, settings.server.max_question_chars)
     for b in bad:
-        print(f"{args.questions}:{b.line}: {b.message}", file=sys.stderr)
+        print(terminal_safe(f"{args.questions}:{b.line}: {b.message}"), file=sys.stderr)
     if err := check_collections(settings, args.collection):  # before a backend is started for nothing
         return fail(err)
     try:

@@ -11,11 +11,11 @@ import argparse
 import asyncio
 
 from rich.console import Console
-from rich.markup import escape
 from rich.text import Text
 
 from indexes.conversations import create_conversation, list_turns
 from indexes.store import Store
+from indexes.terminal_text import terminal_safe
 
 from assistant.backends.registry import backend_names
 from assistant.commands.query import fail, location
@@ -91,10 +91,11 @@ async def chat(services: Services, collections: list[str], conversation_id: int 
     if conversation_id is not None:
         conv = require_conversation(engine, conversation_id)
         turns = list_turns(engine, conversation_id)
-        console.print(f"[dim]Resuming conversation {conversation_id} ({escape(conv.title or 'untitled')}): {len(turns)} turns.[/dim]")
+        title = terminal_safe(conv.title or "untitled", markup=True)
+        console.print(f"[dim]Resuming conversation {conversation_id} ({title}): {len(turns)} turns.[/dim]")
         for t in turns[-3:]:
-            console.print(Text(f"> {t.question}\n{t.answer}", style="dim"))
-    console.print(f"[dim]Asking {escape(', '.join(collections))}. /quit or Ctrl-D ends the chat.[/dim]")
+            console.print(Text(terminal_safe(f"> {t.question}\n{t.answer}", multiline=True), style="dim"))
+    console.print(f"[dim]Asking {terminal_safe(', '.join(collections), markup=True)}. /quit or Ctrl-D ends the chat.[/dim]")
     limit = services.settings.server.max_question_chars
     status = 0
     while True:
@@ -130,7 +131,7 @@ async def ask_in_conversation(
     turn = ConversationTurn.open(services.store.engine, conversation_id, history_turns=settings.conversations.history_turns)
     query = await turn.standalone_query(services.backend, question, settings.conversations)
     if query != question:
-        console.print(Text(f"searching for: {query}", style="dim"))
+        console.print(Text(f"searching for: {terminal_safe(query)}", style="dim"))
     try:
         prepared = await prepare(
             question, collections, retriever=services.retriever, backend=services.backend, settings=settings,
@@ -144,11 +145,12 @@ async def ask_in_conversation(
     try:
         async for event in turn.record(prepared.events()):
             if event.type == "token":
-                console.print(event.data["text"], end="", markup=False)
+                console.print(Text(terminal_safe(event.data["text"], multiline=True)), end="")
             elif event.type == "sources":
                 sources = event.data["sources"]
             elif event.type == "error":
-                console.print(Text(f"\nerror: {event.data.get('message', 'the answer failed')}", style="red"))
+                message = terminal_safe(event.data.get("message", "the answer failed"), multiline=True)
+                console.print(Text(f"\nerror: {message}", style="red"))
                 failed = True
     finally:
         await prepared.aclose()
@@ -156,6 +158,6 @@ async def ask_in_conversation(
     for s in sources:
         mark = f"[{s['n']}]" if s.get("cited") else f"({s['n']})"
         where = location(s).replace("\n", " · ")
-        console.print(Text.assemble((mark, "cyan"), f" {s['title']} — {s['path']} {where}".rstrip()))
+        console.print(Text.assemble((mark, "cyan"), f" {terminal_safe(s['title'])} — {terminal_safe(s['path'])} {where}".rstrip()))
     return 1 if failed else 0
 

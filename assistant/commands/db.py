@@ -18,9 +18,10 @@ from indexes import migrations
 from indexes.copy import CopyError, copy_store, table_counts
 from indexes.db import driver, make_store_engine
 from indexes.factory import embedder_from, retriever_from
-from indexes.pg import is_postgres_url, redact
+from indexes.pg import is_postgres_url
 from indexes.store import Store
 
+from assistant.redaction import redact_text, redact_url
 from assistant.settings import Settings
 
 
@@ -54,7 +55,7 @@ def fail(message: str) -> int:
 
 
 def where(settings: Settings) -> str:
-    return redact(settings.database_url) if settings.database_url else str(settings.data_dir / "store.db")
+    return redact_url(settings.database_url) if settings.database_url else str(settings.data_dir / "store.db")
 
 
 def run_upgrade(args: argparse.Namespace, settings: Settings) -> int:
@@ -134,7 +135,7 @@ def run_copy(args: argparse.Namespace, settings: Settings) -> int:
             target = Store(Path(work), database_url=url)  # its derived indexes in a scratch dir
         except Exception as exc:  # noqa: BLE001  (a wrong URL, an unreachable server: said plainly)
             source.close()
-            return fail(f"cannot open {redact(url)}: {exc}")
+            return fail(redact_text(f"cannot open {redact_url(url)}: {exc}"))
         try:
             copied = copy_store(source.engine, target.engine,
                                 progress=None if args.json else lambda t, n: print(f"\r{t}: {n}", end="", file=sys.stderr))
@@ -149,7 +150,7 @@ def run_copy(args: argparse.Namespace, settings: Settings) -> int:
             target.close()
     same_counts = counts_source == counts_target
     same_searches = all(s["same"] for s in searches)
-    report = {"from": where(settings), "to": redact(url), "copied": copied, "counts_equal": same_counts,
+    report = {"from": where(settings), "to": redact_url(url), "copied": copied, "counts_equal": same_counts,
               "searches": len(searches), "searches_equal": sum(s["same"] for s in searches),
               "differences": [s for s in searches if not s["same"]]}
     if args.json:

@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from indexes.terminal_text import terminal_safe
+
 from assistant.gpu.model import QUANTS
 from assistant.settings import Settings
 
@@ -172,11 +174,13 @@ def run_plan(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_status(args: argparse.Namespace, settings: Settings) -> int:
     from assistant.gpu.status import gpu_status, server_status
+    from assistant.redaction import redact_url
 
     gpus = gpu_status()
     host = settings.server.host if settings.server.host not in ("0.0.0.0", "::") else "127.0.0.1"
     url = args.url or f"http://{host}:{settings.server.port}"
     server = server_status(url)
+    url = redact_url(url)  # shown from here on: a token in the URL stays off the screen
     out = {
         "gpus": gpus,
         "server": url,
@@ -204,11 +208,11 @@ def run_status(args: argparse.Namespace, settings: Settings) -> int:
             )
         console.print(table)
     if server is None:
-        console.print(escape(f"server: nothing answers at {url}"))
+        console.print(terminal_safe(f"server: nothing answers at {url}", markup=True))
     else:
         backend = out["backend"] or {}
         details = ", ".join(f"{k}={v}" for k, v in backend.items()) if isinstance(backend, dict) else str(backend)
-        console.print(escape(f"server {url}: backend {details or '(not reported)'}"))
+        console.print(terminal_safe(f"server {url}: backend {details or '(not reported)'}", markup=True))
     return 0
 
 

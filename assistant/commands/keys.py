@@ -7,6 +7,7 @@ import json
 import sys
 
 from indexes.apikeys import SCOPES, InvalidKeyRequest, create_key, key_dict, list_keys, revoke_key
+from indexes.terminal_text import terminal_safe
 
 from assistant.settings import Settings
 
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     try:
         if args.keys_command == "create":
             row, secret = create_key(engine, args.name, args.scope, args.collection)
-            print(f"key {row.id} ({row.name}): {secret}")
+            print(f"key {row.id} ({terminal_safe(row.name)}): {secret}")
             print("Keep it now: only its hash is stored. Send it as `Authorization: Bearer <key>`.", file=sys.stderr)
         elif args.keys_command == "list":
             rows = [key_dict(r) for r in list_keys(engine, include_revoked=args.all)]
@@ -52,8 +53,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             else:
                 for r in rows:
                     state = f"revoked {r['revoked_at']}" if r["revoked_at"] else "active"
-                    print(f"{r['id']:>4}  {r['name']:<24} {r['prefix']:<14} {','.join(r['scopes']):<20} "
-                          f"{','.join(r['collections']) or '-':<24} {state}")
+                    name, collections = terminal_safe(r["name"]), terminal_safe(",".join(r["collections"])) or "-"
+                    print(f"{r['id']:>4}  {name:<24} {r['prefix']:<14} {','.join(r['scopes']):<20} "
+                          f"{collections:<24} {state}")
                 if not rows:
                     print("no keys: the server is keyless on 127.0.0.1 and refuses other addresses")
         else:
@@ -61,10 +63,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             if row is None:
                 print(f"assistant keys: no active key {args.key!r}", file=sys.stderr)
                 return 1
-            print(f"revoked key {row.id} ({row.name})")
+            print(f"revoked key {row.id} ({terminal_safe(row.name)})")
         return 0
     except InvalidKeyRequest as exc:
-        print(f"assistant keys: {exc}", file=sys.stderr)
+        print(f"assistant keys: {terminal_safe(str(exc))}", file=sys.stderr)
         return 2
     finally:
         engine.dispose()

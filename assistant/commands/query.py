@@ -9,6 +9,9 @@ import sys
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+
+from indexes.terminal_text import terminal_safe
 
 from assistant.services import Services
 from assistant.backends.registry import backend_names
@@ -50,7 +53,7 @@ def filters_of(args: argparse.Namespace) -> dict | None:
 
 
 def fail(message: str) -> int:
-    print(f"assistant: {message}", file=sys.stderr)
+    print(f"assistant: {terminal_safe(message, multiline=True)}", file=sys.stderr)
     return 2
 
 
@@ -80,20 +83,23 @@ def run_search(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(hits, ensure_ascii=False, indent=2))
         return 0
     table = Table("#", "score", "source", "where", "snippet", show_lines=True)
-    for i, h in enumerate(hits, 1):
-        table.add_row(str(i), f"{h['score']:.4f}", f"{h['title']}\n{h['path']}", location(h), h["snippet"])
+    for i, h in enumerate(hits, 1):  # Text cells: a `[bold]` in a file is shown, never applied
+        source = f"{terminal_safe(h['title'])}\n{terminal_safe(h['path'])}"
+        table.add_row(str(i), f"{h['score']:.4f}", Text(source), Text(location(h)),
+                      Text(terminal_safe(h["snippet"], multiline=True)))
     Console().print(table)
     return 0
 
 
 def location(source: dict) -> str:
+    """Page, lines and heading of a source, one a line, safe to print (the heading comes from the file)."""
     parts = []
     if source.get("page"):
         parts.append(f"p. {source['page']}")
     if source.get("line_start"):
         parts.append(f"lines {source['line_start']}-{source['line_end']}")
     if source.get("heading_path"):
-        parts.append(source["heading_path"])
+        parts.append(terminal_safe(source["heading_path"]))
     return "\n".join(parts)
 
 
@@ -127,7 +133,7 @@ async def stream_answer(services: Services, question: str, args: argparse.Namesp
         if event.type == "token":
             pieces.append(event.data["text"])
             if not args.json:
-                print(event.data["text"], end="", flush=True)
+                print(terminal_safe(event.data["text"], multiline=True), end="", flush=True)
         elif event.type == "sources":
             sources = event.data["sources"]
         elif event.type == "error":
@@ -141,9 +147,10 @@ async def stream_answer(services: Services, question: str, args: argparse.Namesp
     else:
         print()
         if error:
-            print(f"error: {error}", file=sys.stderr)
+            print(f"error: {terminal_safe(error, multiline=True)}", file=sys.stderr)
         console = Console()
         for s in sources:
             mark = f"[{s['n']}]" if s.get("cited") else f"({s['n']})"
-            console.print(f"{mark} {s['title']} — {s['path']} {location(s).replace(chr(10), ' · ')}", highlight=False)
+            line = f"{mark} {terminal_safe(s['title'])} — {terminal_safe(s['path'])} {location(s).replace(chr(10), ' · ')}"
+            console.print(Text(line), highlight=False)
     return 1 if error else 0

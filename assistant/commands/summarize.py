@@ -9,9 +9,11 @@ import sys
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from indexes.store import Store
 from indexes.summaries import find_document
+from indexes.terminal_text import terminal_safe
 
 from assistant.backends.base import Backend, BackendError, create_backend
 from assistant.backends.registry import backend_names
@@ -42,7 +44,7 @@ def overrides(args: argparse.Namespace) -> dict:
 
 
 def fail(message: str) -> int:
-    print(f"assistant: {message}", file=sys.stderr)
+    print(f"assistant: {terminal_safe(message, multiline=True)}", file=sys.stderr)
     return 2
 
 
@@ -97,7 +99,7 @@ async def summarize(store: Store, doc, backend: Backend, settings: Settings, arg
     if args.json:
         print(json.dumps(summary, ensure_ascii=False, indent=2))
         return 0
-    print(summary["text"])
+    print(terminal_safe(summary["text"], multiline=True))
     note = "cached" if summary["cached"] else f"{summary['pieces']} pieces, {len(summary['requests'])} requests, {summary['seconds']:.1f} s"
-    console.print(f"[dim]{doc.path} — {summary['model']}, {note}[/dim]")
+    console.print(Text(terminal_safe(f"{doc.path} — {summary['model']}, {note}"), style="dim"))
     return 0
