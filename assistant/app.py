@@ -16,6 +16,7 @@ from litestar.di import Provide
 from litestar.exceptions import HTTPException
 from litestar.logging import LoggingConfig
 from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import SwaggerRenderPlugin, YamlRenderPlugin
 from litestar.response import File
 from litestar.static_files import create_static_files_router
 
@@ -23,7 +24,8 @@ from indexes.store import StoreError
 
 from assistant.access import PUBLIC, require_access, scoped
 from assistant.backends.base import BackendBusy
-from assistant.browser_defences import browser_defences
+from assistant.browser_defences import allow_own_inline_scripts, browser_defences, security_headers
+from assistant.json_bounds import json_bounds
 from assistant.limits import rate_limit
 from assistant.redaction import redact_logs
 from assistant.routes.ask import ask
@@ -131,14 +133,23 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
         guards=[require_access],  # API keys, scopes and collections: assistant/access.py
         lifespan=[lifespan, *mcp_lifespans],
         middleware=[
-            browser_defences(settings),  # Host, Origin, content types, security headers
+            browser_defences(settings),  # Host, Origin, content types
             *([limit.middleware] if (limit := rate_limit(settings.server.rate_limit_per_minute)) else []),
             *([prometheus_config().middleware] if settings.server.metrics else []),
+            json_bounds(),  # JSON bodies: nesting depth (400) and size (413), the /mcp mount's too
         ],
+        before_send=[security_headers],  # every response, 404s and refusals included
         exception_handlers={StoreError: store_error_handler, BackendBusy: busy_handler},
         cors_config=CORSConfig(allow_origins=settings.server.cors_origins) if settings.server.cors_origins else None,
-        openapi_config=OpenAPIConfig(title="Local RAG assistant", version="0.1.0", path="/api/docs",
-                                     openapi_router=Router(path="/api/docs", route_handlers=[], opt=scoped(PUBLIC))),
+        openapi_config=OpenAPIConfig(
+            title="Local RAG assistant", version="0.1.0", path="/api/docs",
+            render_plugins=[SwaggerRenderPlugin(  # served from web/vendor/: works offline, under the CSP
+                js_url="/static/vendor/swagger-ui-bundle.js", css_url="/static/vendor/swagger-ui.css",
+                standalone_preset_js_url="/static/vendor/swagger-ui-standalone-preset.js",
+                favicon='<link rel="icon" type="image/svg+xml" href="/static/icon.svg">', style=""),
+                YamlRenderPlugin()],
+            openapi_router=Router(path="/api/docs", route_handlers=[], opt=scoped(PUBLIC),
+                                  after_request=allow_own_inline_scripts)),
         logging_config=LoggingConfig(
             root={"level": settings.log_level.upper(), "handlers": ["queue_listener"]},
             log_exceptions="always",

@@ -8,14 +8,21 @@
   cannot send without a CORS preflight the server does not grant; the one multipart route (uploads)
   also needs the `X-Requested-By` header, which a cross-site form cannot set.
 - Every response carries a Content-Security-Policy (`default-src 'self'`, no remote images, no framing),
-  `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`.
+  `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`: added by the app's `before_send`
+  hook, which sees every response (404, 405 and refusals too), where a middleware sees only its routes'.
+  The API docs page allows its own inline script by hash, and nothing more.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import re
+from typing import Mapping
 from urllib.parse import urlsplit
 
+from litestar import Response
 from litestar.datastructures import MutableScopeHeaders
 from litestar.enums import ScopeType
 from litestar.middleware import AbstractMiddleware, DefineMiddleware
@@ -65,6 +72,13 @@ class HostRules:
         return bool(name) and (name in self.names or (bool(self.suffixes) and name.endswith(self.suffixes)))
 
 
+def body_of(headers: Mapping[str, str]) -> tuple[str, bool]:
+    """The request's media type (lower case, no parameters) and whether it announces a body."""
+    media_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    has_body = headers.get("transfer-encoding") is not None or headers.get("content-length", "0") not in ("", "0")
+    return media_type, has_body
+
+
 def origin_of(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}".lower()
@@ -84,16 +98,7 @@ class BrowserDefences(AbstractMiddleware):
         if refusal is not None:
             await self.refuse(*refusal, send)
             return
-
-        async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                out = MutableScopeHeaders(message)
-                for key, value in SECURITY_HEADERS.items():
-                    if key not in out:  # a route's own, stricter policy stays (the original file's sandbox)
-                        out[key] = value
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)
+        await self.app(scope, receive, send)
 
     def refusal(self, scope: Scope, headers: MutableScopeHeaders) -> tuple[int, str] | None:
         """(status, reason) when the request must be refused, else None."""
@@ -108,8 +113,7 @@ class BrowserDefences(AbstractMiddleware):
             return 403, f"cross-origin request from {origin[:100]!r} refused"
         if headers.get("sec-fetch-site", "") == "cross-site":
             return 403, "cross-site request refused"
-        media_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
-        has_body = headers.get("transfer-encoding") is not None or headers.get("content-length", "0") not in ("", "0")
+        media_type, has_body = body_of(headers)
         route = scope.get("route_handler")
         if media_type == "multipart/form-data" and route is not None and route.opt.get(MULTIPART_OPT):
             if not headers.get(CSRF_HEADER.lower(), "").strip():
@@ -123,10 +127,32 @@ class BrowserDefences(AbstractMiddleware):
     async def refuse(status: int, reason: str, send: Send) -> None:
         body = json.dumps({"status_code": status, "detail": reason}).encode()
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        headers += [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
 
 def browser_defences(settings: Settings) -> DefineMiddleware:
     return DefineMiddleware(BrowserDefences, settings=settings)
+
+
+async def security_headers(message: Message, scope: Scope) -> None:
+    """The app's `before_send` hook: the security headers on every response, a route's own stricter policy
+    kept (the original file's sandbox)."""
+    if message["type"] == "http.response.start":
+        headers = MutableScopeHeaders(message)
+        for key, value in SECURITY_HEADERS.items():
+            if key not in headers:
+                headers[key] = value
+
+
+INLINE_SCRIPT = re.compile(rb"<script\b(?![^>]*\bsrc\s*=)[^>]*>(.*?)</script\s*>", re.DOTALL | re.IGNORECASE)
+
+
+def allow_own_inline_scripts(response: Response) -> Response:
+    """An `after_request` hook for the API docs page, whose UI starts from an inline script (the schema in
+    it): the policy allows that script by its SHA-256, and still no other inline script or remote source."""
+    if response.media_type == "text/html" and isinstance(response.content, bytes):
+        hashes = "".join(f" 'sha256-{base64.b64encode(hashlib.sha256(script).digest()).decode()}'"
+                         for script in INLINE_SCRIPT.findall(response.content))
+        response.headers["content-security-policy"] = f"{CONTENT_SECURITY_POLICY}; script-src 'self'{hashes}"
+    return response

@@ -31,7 +31,7 @@ COMPLETION_PREFIX = (
 COMPLETION_STOP = ["\n\n", "Question:"]
 NO_SOURCES = "(no sources were found)"
 CUT_MARK = " …"
-CONTEXT_TAG = re.compile(r"</?\s*sources\s*>", re.IGNORECASE)
+CONTEXT_TAG = re.compile(r"<\s*/?\s*sources\b", re.IGNORECASE)  # `< /sources>`, `</sources x>`, unclosed too
 MIN_CUT_CHARS = 40  # a source cut shorter than this is left out instead
 
 

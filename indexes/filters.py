@@ -7,7 +7,7 @@ over-fetched and dropped afterwards, so a narrow filter still returns k hits whe
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -74,11 +74,24 @@ class SearchFilters:
         object.__setattr__(self, "modified_before", _timestamp(self.modified_before))
 
     @classmethod
+    def check_keys(cls, value: dict[str, Any]) -> None:
+        """A ValueError naming the known filters when a key is not one: a misspelt filter would otherwise
+        widen the search without a word."""
+        unknown = [key for key in value if key not in FILTER_NAMES]
+        if unknown:
+            shown = ", ".join(repr(str(key)[:40]) for key in unknown[:3]) + (", ..." if len(unknown) > 3 else "")
+            raise ValueError(f"unknown filter {shown}: the filters are {', '.join(FILTER_NAMES)}")
+
+    @classmethod
     def coerce(cls, value: "SearchFilters | dict[str, Any] | None") -> "SearchFilters | None":
         """A filter from a dict (as an API would pass it) or None; an empty filter becomes None."""
         if value is None:
             return None
-        flt = value if isinstance(value, SearchFilters) else cls(**value)
+        if isinstance(value, SearchFilters):
+            flt = value
+        else:
+            cls.check_keys(value)
+            flt = cls(**value)
         return None if flt.is_empty else flt
 
     @property
@@ -119,3 +132,6 @@ class SearchFilters:
             f"WHERE d.collection_id IN ({marks}) AND {cond}"
         )
         return sql, params
+
+
+FILTER_NAMES = tuple(f.name for f in fields(SearchFilters))

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, AsyncIterator
+from typing import Annotated, Any, AsyncIterator
 
 from litestar import post
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi import ResponseSpec
 from litestar.response import ServerSentEvent, ServerSentEventMessage
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from indexes.filters import SearchFilters
 
@@ -35,6 +35,16 @@ Time = float | Annotated[str, Field(max_length=64)] | None
 
 class Filters(BaseModel):
     """Which documents may be sources: path globs, file types, modification time (epoch or ISO-8601)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def known_filters(cls, data: Any) -> Any:
+        """An unknown filter is a 400 naming the known ones, not a search quietly left unfiltered."""
+        if isinstance(data, dict):
+            SearchFilters.check_keys(data)
+        return data
 
     paths: list[Glob] = Field(default_factory=list, max_length=32)
     kinds: list[Kind] = Field(default_factory=list, max_length=32)

@@ -4,12 +4,16 @@ response carries the security headers."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import re
 
 import pytest
 from litestar.testing import AsyncTestClient
 
 from assistant.app import create_app
+from assistant.browser_defences import CONTENT_SECURITY_POLICY
 from indexes.jobs import Jobs
 from tests.support.stores import write_pages
 
@@ -86,3 +90,28 @@ async def test_security_headers_on_every_response(client, path):
     assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp and "img-src 'self' data:" in csp
     assert r.headers["x-content-type-options"] == "nosniff"
     assert r.headers["referrer-policy"] == "no-referrer"
+
+
+@pytest.mark.parametrize("method, path, status", [
+    ("GET", "/no/such/page", 404), ("GET", "/api/no-such-route", 404), ("POST", "/v1/nothing", 404),
+    ("GET", "/static/no-such-file.js", 404), ("DELETE", "/health", 405), ("GET", "/api/chunks/0", 400),
+])
+async def test_security_headers_on_errors_and_unknown_routes(client, method, path, status):
+    r = await client.request(method, path)
+    assert r.status_code == status, r.text[:200]
+    assert r.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+    assert r.headers["x-content-type-options"] == "nosniff" and r.headers["x-frame-options"] == "DENY"
+
+
+async def test_the_api_docs_page_uses_local_assets_and_allows_only_its_own_inline_script(client):
+    r = await client.get("/api/docs")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    urls = re.findall(r"""(?:src|href)=["']([^"']+)""", r.text)
+    assert urls and all(url.startswith("/static/") for url in urls), urls
+    for url in urls:
+        assert (await client.get(url)).status_code == 200, url
+    inline = re.findall(r"<script(?![^>]*\bsrc=)[^>]*>(.*?)</script>", r.text, re.DOTALL)
+    assert len(inline) == 1 and "SwaggerUIBundle" in inline[0]
+    digest = base64.b64encode(hashlib.sha256(inline[0].encode()).digest()).decode()
+    assert r.headers["content-security-policy"] == f"{CONTENT_SECURITY_POLICY}; script-src 'self' 'sha256-{digest}'"
+    assert (await client.get("/")).headers["content-security-policy"] == CONTENT_SECURITY_POLICY

@@ -6,9 +6,13 @@ from __future__ import annotations
 import logging
 from urllib.parse import quote
 
+import httpx
 import pytest
 
+from assistant.app import create_app
+from assistant.json_bounds import MAX_JSON_DEPTH
 from assistant.rag import error_event
+from evals.local_server import serve_in_thread
 from indexes.jobs import Jobs
 from tests.support.stores import write_pages
 
@@ -62,3 +66,64 @@ def test_an_unexpected_failure_is_reported_without_its_text():
     event = error_event(RuntimeError("cannot open /home/alice/.ssh/id_rsa: token=sk-12345"))
     assert event.data["code"] == "internal_error"
     assert "/home/alice" not in event.data["message"] and "sk-12345" not in event.data["message"]
+
+
+DEEP = 5000
+DEEP_BODIES = {"objects": b'{"a":' * DEEP + b"1" + b"}" * DEEP, "arrays": b"[" * DEEP + b"]" * DEEP,
+               "unclosed": b'{"messages": ' + b"[" * DEEP}
+
+
+@pytest.mark.parametrize("url", ["/api/collections", "/api/ask", "/api/conversations", "/v1/chat/completions", "/mcp"])
+@pytest.mark.parametrize("shape", list(DEEP_BODIES))
+async def test_deeply_nested_json_is_400_on_every_route(client, url, shape, caplog):
+    with caplog.at_level(logging.ERROR):
+        r = await client.post(url, content=DEEP_BODIES[shape], headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+    assert r.status_code == 400, (url, r.status_code, r.text[:200])
+    assert r.json() == {"status_code": 400, "detail": f"the JSON body nests more than {MAX_JSON_DEPTH} arrays or "
+                                                      "objects inside one another"}
+    assert not [rec for rec in caplog.records if rec.levelno >= logging.ERROR]
+
+
+def nested(levels: int) -> object:
+    value: object = "x"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+async def test_the_bound_counts_brackets_outside_strings_only(client):
+    # escaped quotes and backslashes too: the brackets after them are still inside the string
+    question = '[{"\\"[[ \\' * 60 + "How early must flights be booked?"
+    r = await client.post("/api/ask", json=ASK | {"question": question})
+    assert r.status_code == 200 and "event: done" in r.text
+    at_bound = await client.post("/api/ask", json=ASK | {"history": nested(MAX_JSON_DEPTH - 1)})  # in the body's object
+    assert at_bound.status_code == 400 and "nests" not in at_bound.text  # the schema's refusal, not the bound's
+    beyond = await client.post("/api/ask", json=ASK | {"history": nested(MAX_JSON_DEPTH)})
+    assert beyond.status_code == 400 and "nests more than" in beyond.json()["detail"]
+
+
+MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+OVERSIZED = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "pad": "' + b"x" * 10_000_001 + b'"}'
+
+
+async def test_a_json_body_over_the_limit_is_413_at_the_mcp_mount(client):
+    r = await client.post("/mcp", content=OVERSIZED, headers=MCP_HEADERS)
+    assert r.status_code == 413, (r.status_code, r.text[:200])
+    assert "at most 10000000" in r.json()["detail"]
+
+
+def test_a_chunked_json_body_is_counted_while_it_streams(services):
+    """No Content-Length (the real server, chunked): the bytes are counted as they come."""
+    pieces = (OVERSIZED[start:start + (1 << 20)] for start in range(0, len(OVERSIZED), 1 << 20))
+    with serve_in_thread(create_app(services.settings, services)) as server:
+        r = httpx.post(f"{server.url}/mcp", content=pieces, headers=MCP_HEADERS, timeout=60)
+    assert r.status_code == 413, (r.status_code, r.text[:200])
+    assert "more than 10000000" in r.json()["detail"]
+
+
+async def test_an_unknown_filter_is_400_naming_the_known_ones(client):
+    r = await client.post("/api/ask", json=ASK | {"filters": {"date": "2024-01-01"}})
+    assert r.status_code == 400, r.text[:300]
+    assert r.headers["content-type"].startswith("application/json")
+    assert "'date'" in r.text and all(name in r.text for name in ("paths", "kinds", "modified_after", "modified_before"))

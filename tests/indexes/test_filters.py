@@ -35,6 +35,14 @@ def test_filters_from_dicts_and_their_sql():
     assert SearchFilters.coerce({}) is None and SearchFilters.coerce(None) is None
 
 
+def test_an_unknown_filter_is_refused_naming_the_known_ones(retriever):
+    with pytest.raises(ValueError, match="paths, kinds, modified_after, modified_before") as refused:
+        SearchFilters.coerce({"date": "2024-01-01", "paths": ["team/*"]})
+    assert "'date'" in str(refused.value)
+    with pytest.raises(ValueError, match="unknown filter 'kind'"):  # the singular: a slip that would widen the search
+        retriever.search("travel flights", "wiki", k=5, filters={"kind": ["py"]})
+
+
 def test_several_collections_in_one_query(retriever):
     hits = retriever.search("python functions and classes", ["wiki", "code"], k=5)
     assert [h.collection for h in hits[:3]] == ["code"] * 3  # the python notes live in "code"

@@ -1,5 +1,6 @@
-"""The documents, preview, status and language parts of the page, in headless Chromium against the
-real server (echo backend, an ingestion worker beside it), under a strict Content-Security-Policy."""
+"""The documents, preview, status and language parts of the page, and the API docs page, in headless
+Chromium against the real server (echo backend, an ingestion worker beside it), under a strict
+Content-Security-Policy."""
 
 from __future__ import annotations
 
@@ -206,6 +207,30 @@ def test_the_sanitizer_keeps_nothing_that_fetches(browser, live_server):
         assert foreign == [], f"sanitizing fetched: {foreign}"
     finally:
         context.close()
+
+
+def test_the_api_docs_page_renders_offline_under_its_policy(browser, live_server):
+    """/api/docs as served, with the server's own policy: the UI comes from /static/vendor, nothing is
+    fetched from elsewhere, the operations are listed, and the console has no violation."""
+    context = browser.new_context(base_url=live_server)
+    page = context.new_page()
+    errors: list[str] = []
+    foreign: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type in ("error", "warning") else None)
+    page.on("request", lambda r: foreign.append(r.url) if not r.url.startswith(live_server) else None)
+    try:
+        page.goto("/api/docs")
+        ask_operation = page.locator(".opblock-post .opblock-summary-path[data-path='/api/ask']")
+        expect(ask_operation).to_be_visible(timeout=15_000)
+        assert page.locator(".opblock").count() > 20
+        ask_operation.click()
+        expect(page.locator(".opblock-post.is-open .try-out__btn")).to_be_visible()
+        page.wait_for_timeout(300)
+    finally:
+        context.close()
+    assert errors == [], errors
+    assert foreign == [], f"the docs page fetched other hosts: {foreign}"
 
 
 def recorded_gpus() -> list[dict]:
