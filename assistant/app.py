@@ -22,14 +22,14 @@ from litestar.static_files import create_static_files_router
 
 from indexes.store import StoreError
 
-from assistant.access import PUBLIC, require_access, scoped
+from assistant.security.access import PUBLIC, require_access, scoped
 from assistant.backends.base import BackendBusy
-from assistant.browser_defences import allow_own_inline_scripts, browser_defences, security_headers
-from assistant.json_bounds import json_bounds
-from assistant.limits import rate_limit
-from assistant.redaction import redact_logs
+from assistant.security.browser_defences import allow_own_inline_scripts, browser_defences, security_headers
+from assistant.security.json_bounds import json_bounds
+from assistant.security.limits import rate_limit
+from assistant.security.redaction import redact_logs
 from assistant.routes.ask import ask
-from assistant.routes.collections import CollectionController
+from assistant.routes.collections import CollectionController, create_collection
 from assistant.routes.conversations import ConversationController
 from assistant.routes.deps import provide_identity, provide_services
 from assistant.routes.health import health, status
@@ -37,8 +37,8 @@ from assistant.routes.ingestion import add_source, delete_collection, delete_doc
 from assistant.routes.jobs import JobController
 from assistant.routes.mcp import mcp_mount
 from assistant.routes.metrics import MetricsController, prometheus_config, provide_telemetry
-from assistant.routes.openai_api import openai_router
-from assistant.routes.reading import chunk_in_context, create_collection, document_file
+from assistant.routes.v1 import openai_router
+from assistant.routes.reading import chunk_in_context, document_file
 from assistant.routes.search import search
 from assistant.routes.summaries import summarize
 from assistant.services import Services
@@ -130,7 +130,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
             "telemetry": Provide(provide_telemetry, sync_to_thread=False),
             "identity": Provide(provide_identity, sync_to_thread=False),
         },
-        guards=[require_access],  # API keys, scopes and collections: assistant/access.py
+        guards=[require_access],  # API keys, scopes and collections: assistant/security/access.py
         lifespan=[lifespan, *mcp_lifespans],
         middleware=[
             browser_defences(settings),  # Host, Origin, content types

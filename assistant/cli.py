@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     A command module sets `func(args, settings) -> int` and may set `overrides(args) -> dict` to turn
     its flags into settings (nested dicts for nested settings).
     """
-    from assistant.redaction import redact_logs
+    from assistant.security.redaction import redact_logs
 
     redact_logs()  # no key, token or URL password in any log line of any command
     parser = build_parser()

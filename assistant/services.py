@@ -13,9 +13,10 @@ from indexes.factory import embedder_from, retriever_from
 from indexes.retrieve import Retriever
 from indexes.store import Store
 
-from assistant.backends.base import Backend, create_backend
-from assistant.limits import Gate, capped
-from assistant.query_batching import BatchingEmbedder
+from assistant.backends.base import Backend
+from assistant.backends.factory import create_backend
+from assistant.security.limits import Gate, capped
+from assistant.answers.question_embedding import BatchingEmbedder
 from assistant.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -114,7 +114,7 @@ def environment(settings: Settings, backend: Any) -> dict[str, Any]:
 
 def build_prompts(services: Any, collection: str, questions: list[str]) -> list[Any]:
     """The exact prompts the server builds for these questions (same retriever, same budget)."""
-    from assistant.prompts import build_prompt
+    from assistant.answers.prompts import build_prompt
 
     gen = services.settings.generation
     out = []

@@ -154,7 +154,7 @@ def run_questions(args: argparse.Namespace, settings: Settings) -> int:
                                               root=args.root.resolve() if args.root else None)
         out: dict = {**metrics, "questions": len(questions)}
         if args.answers:
-            from assistant.backends.base import create_backend
+            from assistant.backends.factory import create_backend
 
             backend = create_backend(settings)
             try:

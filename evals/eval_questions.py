@@ -131,7 +131,7 @@ async def answer_facts(
     questions: list[Question], details: list[dict], collection: str, *, retriever, backend, settings
 ) -> dict[str, float]:
     """Generate an answer for each question with facts; fact recall = facts found / facts expected."""
-    from assistant.rag import answer
+    from assistant.answers.rag import answer
 
     found_total = expected_total = 0
     errors = 0

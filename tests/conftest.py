@@ -80,7 +80,7 @@ def gguf_path():
 @pytest.fixture(scope="session")
 def llama(tmp_path_factory, gguf_path):
     """The packaged Gemma-3-270M in-process, loaded once: small context, one request waiting at most."""
-    from assistant.backends.base import create_backend
+    from assistant.backends.factory import create_backend
     from assistant.settings import Settings
 
     settings = Settings(
@@ -115,7 +115,7 @@ def llama_server(gguf_path, tmp_path_factory):
 def make_services(embedder):
     """Services over a real store at the settings' data dir and the backend they name, sharing the
     session's loaded embedder; `fill(store)` writes the documents first. Stores close at teardown."""
-    from assistant.backends.base import create_backend
+    from assistant.backends.factory import create_backend
     from assistant.services import Services
     from indexes.store import Store
 

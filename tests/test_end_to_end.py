@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from assistant.backends.base import create_backend
-from assistant.citations import cited_numbers
-from assistant.rag import answer
+from assistant.backends.factory import create_backend
+from assistant.answers.citations import cited_numbers
+from assistant.answers.rag import answer
 from indexes.factory import retriever_from
 from indexes.store import Store
 from ingest.pipeline import ingest_paths

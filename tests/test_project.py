@@ -33,6 +33,15 @@ def test_the_circle_check_sees_imports_inside_functions(tmp_path):
     assert cycles(import_graph(tmp_path)) == [["indexes.a", "indexes.b"]]
 
 
+def test_the_circle_check_sees_type_only_imports(tmp_path):
+    bodies = {"a": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from indexes.b import B\n",
+              "b": "from indexes.a import f\n"}
+    for name, body in bodies.items():
+        (tmp_path / "indexes").mkdir(exist_ok=True)
+        (tmp_path / "indexes" / f"{name}.py").write_text(body)
+    assert cycles(import_graph(tmp_path)) == [["indexes.a", "indexes.b"]]
+
+
 def test_the_gpu_contract_names_every_other_module_of_the_server():
     """A new module in assistant/ must be added to the GPU tools' forbidden list (or it could slip in)."""
     contract = next(c for c in tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]

@@ -72,14 +72,3 @@ def completion_text(messages: list[Message]) -> str:
         return messages[0]["content"]
     lines = [m["content"] if m["role"] == "system" else f"{m['role'].capitalize()}: {m['content']}" for m in messages]
     return "\n\n".join(lines) + "\n\nAssistant:"
-
-
-def create_backend(settings: "Settings") -> Backend:
-    """Build the backend the settings name. Heavy libraries are imported by the factory, lazily."""
-    from assistant.backends.registry import backend_names, load_factory
-
-    try:
-        factory = load_factory(settings.backend)
-    except KeyError:
-        raise BackendError(f"unknown backend {settings.backend!r}; known: {', '.join(backend_names())}") from None
-    return factory(settings)

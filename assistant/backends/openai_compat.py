@@ -36,7 +36,7 @@ from assistant.backends.base import (
     completion_text,
 )
 from assistant.backends.replicas import Replica, Replicas
-from assistant.redaction import redact_text, redact_url
+from assistant.security.redaction import redact_text, redact_url
 
 if TYPE_CHECKING:
     from assistant.settings import OpenAISettings, Settings

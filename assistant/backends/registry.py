@@ -1,19 +1,12 @@
 """The backends by name: the one list the settings validator, every `--backend` choice and
-`create_backend` read.
+`backends/factory.py` read.
 
-Each entry names its factory as "module:function", imported only when that backend is built, so
-listing the names loads no engine library (and this module imports nothing of ours: the settings
-can validate a name without importing the backends, which read the settings).
+Each entry names its factory as "module:function", imported only when that backend is built
+(backends/factory.py), so listing the names loads no engine library. A table of names and nothing
+else: the settings import it to validate a name, and it imports nothing, so no circle runs through it.
 """
 
 from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Callable
-
-if TYPE_CHECKING:
-    from assistant.backends.base import Backend
-    from assistant.settings import Settings
 
 BACKENDS: dict[str, str] = {
     "llamacpp": "assistant.backends.llamacpp:create_llamacpp",
@@ -25,9 +18,3 @@ BACKENDS: dict[str, str] = {
 
 def backend_names() -> list[str]:
     return list(BACKENDS)
-
-
-def load_factory(name: str) -> Callable[["Settings"], "Backend"]:
-    """The factory of a registered backend; KeyError for an unknown name."""
-    module, _, function = BACKENDS[name].partition(":")
-    return getattr(importlib.import_module(module), function)

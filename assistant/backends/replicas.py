@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from assistant.redaction import redact_url
+from assistant.security.redaction import redact_url
 
 
 @dataclass

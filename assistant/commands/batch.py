@@ -39,7 +39,7 @@ def fail(message: str) -> int:
 
 
 def run_batch_command(args: argparse.Namespace, settings: Settings) -> int:
-    from assistant.batch import read_questions
+    from assistant.answers.question_file import read_questions
 
     if not args.questions.is_file():
         return fail(f"{args.questions} is not a file")
@@ -81,7 +81,7 @@ def check_collections(settings: Settings, names: list[str]) -> str | None:
 
 
 async def answer_all(services: Services, questions, args: argparse.Namespace):
-    from assistant.batch import read_answered, run_batch
+    from assistant.answers.question_file import read_answered, run_batch
 
     console = Console(stderr=True)
     already = read_answered(args.out)

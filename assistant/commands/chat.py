@@ -19,7 +19,7 @@ from indexes.terminal_text import terminal_safe
 
 from assistant.backends.registry import backend_names
 from assistant.commands.query import fail, location
-from assistant.conversation import ConversationTurn, UnknownConversation, collections_of, require_conversation
+from assistant.answers.conversation import ConversationTurn, UnknownConversation, collections_of, require_conversation
 from assistant.services import Services
 from assistant.settings import Settings
 
@@ -125,7 +125,7 @@ async def ask_in_conversation(
 ) -> int:
     """One question of the conversation: streamed answer, then its sources; 1 when it failed."""
     from assistant.backends.base import BackendBusy
-    from assistant.rag import prepare
+    from assistant.answers.rag import prepare
 
     settings = services.settings
     turn = ConversationTurn.open(services.store.engine, conversation_id, history_turns=settings.conversations.history_turns)

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.reference:
         print(reference_markdown(), end="")
     else:
-        from assistant.redaction import redact_settings
+        from assistant.security.redaction import redact_settings
 
         print(json.dumps(redact_settings(settings.model_dump(mode="json")), indent=2))
     return 0

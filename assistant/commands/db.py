@@ -21,7 +21,7 @@ from indexes.factory import embedder_from, retriever_from
 from indexes.pg import is_postgres_url
 from indexes.store import Store
 
-from assistant.redaction import redact_text, redact_url
+from assistant.security.redaction import redact_text, redact_url
 from assistant.settings import Settings
 
 

@@ -174,7 +174,7 @@ def run_plan(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_status(args: argparse.Namespace, settings: Settings) -> int:
     from assistant.gpu.status import gpu_status, server_status
-    from assistant.redaction import redact_url
+    from assistant.security.redaction import redact_url
 
     gpus = gpu_status()
     host = settings.server.host if settings.server.host not in ("0.0.0.0", "::") else "127.0.0.1"

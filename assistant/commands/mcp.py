@@ -19,7 +19,7 @@ import os
 import sys
 import threading
 
-from assistant.access import LOCAL_USER, Identity, operator_identity
+from assistant.security.access import LOCAL_USER, Identity, operator_identity
 from assistant.backends.registry import backend_names
 from assistant.services import Services
 from assistant.settings import Settings
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     identity = operator_rights(args, settings)  # refused before the protocol starts, on the terminal
     keep_stdout_for_protocol()
     logging.basicConfig(stream=sys.stderr, level=settings.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
-    from assistant.mcp_server import build_mcp_server
+    from assistant.mcp_api.server import build_mcp_server
 
     services = LazyServices(settings)
     try:

@@ -16,7 +16,7 @@ from indexes.terminal_text import terminal_safe
 from assistant.services import Services
 from assistant.backends.registry import backend_names
 from assistant.settings import Settings
-from assistant.sources import hit_to_source
+from assistant.answers.source_view import hit_to_source
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -121,7 +121,7 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def stream_answer(services: Services, question: str, args: argparse.Namespace) -> int:
-    from assistant.rag import answer
+    from assistant.answers.rag import answer
 
     pieces: list[str] = []
     sources: list[dict] = []

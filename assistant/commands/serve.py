@@ -55,8 +55,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     from assistant.app import create_app
 
-    from assistant.access import check_bind
-    from assistant.background_worker import start_worker, stop_worker
+    from assistant.security.access import check_bind
+    from assistant.commands.serve_worker import start_worker, stop_worker
     from indexes.db import make_engine
 
     engine = make_engine(settings.data_dir / "store.db")

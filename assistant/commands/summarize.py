@@ -15,7 +15,8 @@ from indexes.store import Store
 from indexes.summaries import find_document
 from indexes.terminal_text import terminal_safe
 
-from assistant.backends.base import Backend, BackendError, create_backend
+from assistant.backends.base import Backend, BackendError
+from assistant.backends.factory import create_backend
 from assistant.backends.registry import backend_names
 from assistant.settings import Settings
 
@@ -70,7 +71,7 @@ def run_summarize(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def summarize(store: Store, doc, backend: Backend, settings: Settings, args: argparse.Namespace) -> int:
-    from assistant.summarize import summary_events
+    from assistant.answers.summarize import summary_events
 
     console = Console(stderr=True)
     summary: dict | None = None

@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, AsyncIterator
 
 from litestar import post
-from litestar.exceptions import HTTPException, ValidationException
-from litestar.openapi import ResponseSpec
+from litestar.exceptions import HTTPException, NotFoundException, ValidationException
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from indexes.filters import SearchFilters
 
-from assistant.access import Identity, scoped
+from assistant.security.access import Identity, scoped
 from assistant.backends.base import BackendBusy
-from assistant.rag import Event, prepare
-from assistant.routes.conversations import open_conversation_turn
+from assistant.answers.rag import prepare
+from assistant.answers.conversation import ConversationTurn, UnknownConversation
+from assistant.routes.conversations import require_own_conversation
 from assistant.routes.deps import MAX_ROW_ID, require_collection
+from assistant.routes.sse import EVENT_STREAM, to_message
 from assistant.services import Services
 from assistant.telemetry import Telemetry
 
@@ -91,12 +91,26 @@ def checked_filters(filters: Filters | None) -> SearchFilters | None:
         raise ValidationException(f"bad filter: {exc}") from None
 
 
-EVENT_STREAM = {200: ResponseSpec(data_container=dict, media_type="text/event-stream",
-                                  description="Server-Sent Events", generate_examples=False)}
+def open_conversation_turn(services: Services, data: AskRequest, identity: Identity) -> ConversationTurn | None:
+    """The conversation an /api/ask request continues (None without `conversation_id`); 404 when unknown.
 
-
-def to_message(event: Event) -> ServerSentEventMessage:
-    return ServerSentEventMessage(event=event.type, data=json.dumps(event.data, ensure_ascii=False))
+    Its stored turns are the history, so a `history` sent too is refused; a request that names no
+    collection searches the conversation's.
+    """
+    if data.conversation_id is None:
+        return None
+    if data.history:
+        raise ValidationException("give either `history` or `conversation_id`: a conversation's history is its stored turns")
+    require_own_conversation(services, identity, data.conversation_id)
+    try:
+        turn = ConversationTurn.open(
+            services.store.engine, data.conversation_id, history_turns=services.settings.conversations.history_turns
+        )
+    except UnknownConversation as exc:
+        raise NotFoundException(str(exc)) from None
+    if not data.scope():
+        data.collections = turn.collections
+    return turn
 
 
 @post("/api/ask", tags=["ask"], status_code=200, opt=scoped("ask"), responses=EVENT_STREAM)

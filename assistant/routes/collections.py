@@ -1,19 +1,22 @@
-"""Collections, their documents, and single chunks (what a source card opens)."""
+"""Collections (listed, and created empty to upload into), their documents, and single chunks (what a
+source card opens)."""
 
 from __future__ import annotations
 
 import json
 from typing import Annotated
 
-from litestar import Controller, get
-from litestar.exceptions import NotFoundException
+from anyio import to_thread
+from litestar import Controller, get, post
+from litestar.exceptions import HTTPException, NotFoundException
 from litestar.params import Parameter
+from pydantic import BaseModel, Field
 from sqlmodel import select
 
 from indexes.models import Chunk, Collection, Document
 
-from assistant.access import Identity, scoped
-from assistant.routes.deps import RowId, require_collection
+from assistant.security.access import Identity, scoped
+from assistant.routes.deps import RowId, check_name, require_collection
 from assistant.services import Services
 
 
@@ -84,3 +87,19 @@ class CollectionController(Controller):
             "line_end": chunk.line_end,
             "symbol": chunk.symbol,
         }
+
+
+class NewCollection(BaseModel):
+    name: str = Field(max_length=64, description="1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+
+
+@post("/api/collections", status_code=201, tags=["collections"], opt=scoped("ingest"))
+async def create_collection(services: Services, identity: Identity, data: NewCollection) -> dict:
+    """Create an empty collection with the configured embedder (409 when it exists)."""
+    check_name(data.name)
+    identity.check_collection(data.name)
+    if services.store.get_collection(data.name) is not None:
+        raise HTTPException(status_code=409, detail=f"collection {data.name!r} already exists")
+    emb = services.embedder
+    coll = await to_thread.run_sync(services.store.ensure_collection, data.name, emb.name, emb.dim)
+    return {"name": coll.name, "documents": 0, "chunks": 0, "failed": 0, "embedder": coll.embedder}

@@ -6,7 +6,7 @@ A conversation is started with POST /api/conversations; its id then goes with ea
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 from anyio import to_thread
 from litestar import Controller, delete, get, patch, post
@@ -24,14 +24,9 @@ from indexes.conversations import (
     rename_conversation,
 )
 
-from assistant.access import Identity, authorize, scoped
-from assistant.conversation import ConversationTurn, UnknownConversation
+from assistant.security.access import Identity, authorize, scoped
 from assistant.routes.deps import RowId, require_collection
 from assistant.services import Services
-
-if TYPE_CHECKING:
-    from assistant.routes.ask import AskRequest
-
 
 class NewConversation(BaseModel):
     title: str = Field("", description="empty = named after its first question")
@@ -60,28 +55,6 @@ def require_own_conversation(services: Services, identity: Identity, conversatio
     if not identity.owns(conv.owner_key):
         raise PermissionDeniedException("this conversation belongs to another key")
     authorize(identity, "ask", conversation_dict(conv)["collections"])
-
-
-def open_conversation_turn(services: Services, data: "AskRequest", identity: Identity) -> ConversationTurn | None:
-    """The conversation an /api/ask request continues (None without `conversation_id`); 404 when unknown.
-
-    Its stored turns are the history, so a `history` sent too is refused; a request that names no
-    collection searches the conversation's.
-    """
-    if data.conversation_id is None:
-        return None
-    if data.history:
-        raise ValidationException("give either `history` or `conversation_id`: a conversation's history is its stored turns")
-    require_own_conversation(services, identity, data.conversation_id)
-    try:
-        turn = ConversationTurn.open(
-            services.store.engine, data.conversation_id, history_turns=services.settings.conversations.history_turns
-        )
-    except UnknownConversation as exc:
-        raise NotFoundException(str(exc)) from None
-    if not data.scope():
-        data.collections = turn.collections
-    return turn
 
 
 class ConversationController(Controller):

@@ -6,12 +6,13 @@ from typing import Annotated
 
 from litestar import Request
 from litestar.datastructures import State
-from litestar.exceptions import NotFoundException
+from litestar.exceptions import NotFoundException, ValidationException
 from litestar.params import Parameter
 
 from indexes.models import Collection
+from indexes.store import COLLECTION_NAME
 
-from assistant.access import Identity, identity_of
+from assistant.security.access import Identity, identity_of
 from assistant.services import Services
 
 
@@ -35,3 +36,10 @@ def require_collection(services: Services, name: str, identity: Identity) -> Col
     if coll is None:
         raise NotFoundException(f"unknown collection: {name!r}")
     return coll
+
+
+def check_name(name: str) -> None:
+    """400 for a collection name the store would refuse, with the rule."""
+    if not COLLECTION_NAME.match(name):
+        raise ValidationException(f"invalid collection name {name!r}: use 1-64 letters, digits, '.', '_' or '-', "
+                                  "starting with a letter or digit")

@@ -6,8 +6,8 @@ import anyio
 from litestar import Response, get
 from sqlalchemy import text
 
-from assistant.access import PUBLIC, Identity, scoped
-from assistant.redaction import redact_text
+from assistant.security.access import PUBLIC, Identity, scoped
+from assistant.security.redaction import redact_text
 from assistant.services import Services
 
 

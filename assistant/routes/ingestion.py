@@ -20,22 +20,15 @@ from pydantic import BaseModel, Field
 from indexes.jobs import Jobs
 from indexes.maintenance import tombstone_collection
 from indexes.models import Document
-from indexes.store import COLLECTION_NAME
 
-from assistant.access import Identity, scoped
-from assistant.routes.deps import RowId, require_collection
+from assistant.security.access import Identity, scoped
+from assistant.routes.deps import RowId, check_name, require_collection
 from assistant.services import Services
-from assistant.uploads import MB, PayloadTooLarge, bounded_receive, checked_names, save_all
+from assistant.security.uploads import MB, PayloadTooLarge, bounded_receive, checked_names, save_all
 
 
 class SourceRequest(BaseModel):
     path: str = Field(max_length=4096, description="absolute path of a folder or file on the server, inside ingest.allowed_roots")
-
-
-def check_name(name: str) -> None:
-    if not COLLECTION_NAME.match(name):
-        raise ValidationException(f"invalid collection name {name!r}: use 1-64 letters, digits, '.', '_' or '-', "
-                                  "starting with a letter or digit")
 
 
 def allowed_path(services: Services, raw: str) -> Path:

@@ -12,8 +12,8 @@ from litestar.params import Parameter
 from indexes.jobs import Jobs
 from indexes.models import IngestJob
 
-from assistant.access import Identity, authorize, scoped
-from assistant.redaction import client_path, strip_server_paths
+from assistant.security.access import Identity, authorize, scoped
+from assistant.security.redaction import client_path, strip_server_paths
 from assistant.routes.deps import RowId
 from assistant.services import Services
 

@@ -14,8 +14,8 @@ from litestar.handlers import ASGIRouteHandler, asgi
 from litestar.types import Receive, Scope, Send
 from mcp.server.transport_security import TransportSecuritySettings
 
-from assistant.access import scoped
-from assistant.mcp_server import build_mcp_server
+from assistant.security.access import scoped
+from assistant.mcp_api.server import build_mcp_server
 from assistant.services import Services
 from assistant.settings import Settings
 
@@ -44,7 +44,7 @@ def mcp_mount(settings: Settings) -> tuple[list[ASGIRouteHandler], list[Callable
     manager = server.session_manager
 
     # The guard checks the key and the read scope; each tool asks the same access decision for its own
-    # scope and collections with the identity the guard left in the scope (assistant/mcp_server.py).
+    # scope and collections with the identity the guard left in the scope (assistant/mcp_api/server.py).
     @asgi(MCP_PATH, is_mount=True, copy_scope=True, opt=scoped("read"))
     async def mcp(scope: Scope, receive: Receive, send: Send) -> None:
         await manager.handle_request(scope, receive, send)

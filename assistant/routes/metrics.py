@@ -10,7 +10,7 @@ from litestar.datastructures import State
 from litestar.plugins.prometheus import PrometheusConfig, PrometheusController
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from assistant.access import scoped
+from assistant.security.access import scoped
 from assistant.telemetry import HTTP_PREFIX, Telemetry
 
 

@@ -3,7 +3,6 @@
 - GET  /api/chunks/{id}/context    the chunk among its neighbours, in reading order (lines, page,
                                    heading, symbol of each), with the document it belongs to
 - GET  /api/documents/{id}/file    the original file, from where it was ingested
-- POST /api/collections            create an empty collection (to upload into)
 
 The file route only serves a stored document's own file: its recorded root joined with its recorded
 relative path, resolved, and still inside that root as recorded (a root that no longer resolves to
@@ -17,18 +16,16 @@ from pathlib import Path
 from typing import Annotated
 
 from anyio import to_thread
-from litestar import get, post
-from litestar.exceptions import HTTPException, NotFoundException
+from litestar import get
+from litestar.exceptions import NotFoundException
 from litestar.params import Parameter
 from litestar.response import File
-from pydantic import BaseModel, Field
 
 from indexes.reading import DocumentRef, document_by_id, document_of_chunk, passage
 from indexes.records import real_path_inside, root_in_place
 
-from assistant.access import Identity, scoped
+from assistant.security.access import Identity, scoped
 from assistant.routes.deps import RowId
-from assistant.routes.ingestion import check_name
 from assistant.services import Services
 
 # File kinds a browser may show inline, and the type they are shown as. Text of any kind (HTML and
@@ -123,19 +120,3 @@ async def document_file(services: Services, identity: Identity, document_id: Row
     media_type, disposition = content_type(doc.kind, path.name)
     return File(path=path, filename=path.name, media_type=media_type, content_disposition_type=disposition,
                 headers=FILE_HEADERS)
-
-
-class NewCollection(BaseModel):
-    name: str = Field(max_length=64, description="1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
-
-
-@post("/api/collections", status_code=201, tags=["collections"], opt=scoped("ingest"))
-async def create_collection(services: Services, identity: Identity, data: NewCollection) -> dict:
-    """Create an empty collection with the configured embedder (409 when it exists)."""
-    check_name(data.name)
-    identity.check_collection(data.name)
-    if services.store.get_collection(data.name) is not None:
-        raise HTTPException(status_code=409, detail=f"collection {data.name!r} already exists")
-    emb = services.embedder
-    coll = await to_thread.run_sync(services.store.ensure_collection, data.name, emb.name, emb.dim)
-    return {"name": coll.name, "documents": 0, "chunks": 0, "failed": 0, "embedder": coll.embedder}

@@ -12,10 +12,10 @@ from litestar.params import Parameter
 
 from indexes.filters import SearchFilters
 
-from assistant.access import Identity, scoped
+from assistant.security.access import Identity, scoped
 from assistant.routes.deps import require_collection
 from assistant.services import Services
-from assistant.sources import hit_to_source
+from assistant.answers.source_view import hit_to_source
 
 
 @get("/api/search", tags=["search"], opt=scoped("read"))

@@ -12,11 +12,11 @@ from pydantic import BaseModel, ConfigDict, StrictBool, ValidationError
 
 from indexes.summaries import get_document_info
 
-from assistant.access import Identity, scoped
-from assistant.routes.ask import EVENT_STREAM, to_message
+from assistant.security.access import Identity, scoped
+from assistant.routes.sse import EVENT_STREAM, to_message
 from assistant.routes.deps import RowId
 from assistant.services import Services
-from assistant.summarize import summary_events
+from assistant.answers.summarize import summary_events
 
 
 class SummaryRequest(BaseModel):

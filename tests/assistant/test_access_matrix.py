@@ -16,8 +16,8 @@ from typing import Any, Callable
 
 import pytest
 
-from assistant.access import SCOPE
-from assistant.mcp_tools import TOOL_SCOPES
+from assistant.security.access import SCOPE
+from assistant.mcp_api.tools import TOOL_SCOPES
 from indexes.apikeys import create_key, revoke_key
 from indexes.conversations import create_conversation
 from indexes.jobs import Jobs

@@ -7,7 +7,8 @@ import asyncio
 import anyio
 import pytest
 
-from assistant.backends.base import BackendBusy, BackendError, GenParams, completion_text, create_backend
+from assistant.backends.base import BackendBusy, BackendError, GenParams, completion_text
+from assistant.backends.factory import create_backend
 from evals.local_server import free_port
 from tests.support.llama_server import MODEL_ALIAS as SERVER_MODEL
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from assistant.batch import question_id, read_answered, read_questions, run_batch
+from assistant.answers.question_file import question_id, read_answered, read_questions, run_batch
 from assistant.cli import main
 from indexes.store import Store
 from tests.assistant.test_app import fill

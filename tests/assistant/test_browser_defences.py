@@ -13,7 +13,7 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from assistant.app import create_app
-from assistant.browser_defences import CONTENT_SECURITY_POLICY
+from assistant.security.browser_defences import CONTENT_SECURITY_POLICY
 from indexes.jobs import Jobs
 from tests.support.stores import write_pages
 

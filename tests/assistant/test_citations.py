@@ -2,7 +2,7 @@
 
 import pytest
 
-from assistant.citations import CitationFilter, cited_numbers
+from assistant.answers.citations import CitationFilter, cited_numbers
 
 
 def run(filter_: CitationFilter, pieces: list[str]) -> tuple[str, list[str]]:

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from assistant.app import create_app
-from assistant.json_bounds import MAX_JSON_DEPTH
-from assistant.rag import error_event
+from assistant.security.json_bounds import MAX_JSON_DEPTH
+from assistant.answers.rag import error_event
 from evals.local_server import serve_in_thread
 from indexes.jobs import Jobs
 from tests.support.stores import write_pages

@@ -10,7 +10,7 @@ from indexes.store import Store
 
 pytestmark = pytest.mark.slow
 
-UPLOAD = {"X-Requested-By": "test"}  # what a multipart upload must send (assistant/browser_defences.py)
+UPLOAD = {"X-Requested-By": "test"}  # what a multipart upload must send (assistant/security/browser_defences.py)
 
 
 @pytest.fixture
@@ -116,7 +116,7 @@ async def test_upload_limits_and_bad_names(client):
 def test_serve_runs_a_worker_process_that_takes_queued_jobs(settings_factory, tmp_path):
     import time
 
-    from assistant.background_worker import start_worker, stop_worker
+    from assistant.commands.serve_worker import start_worker, stop_worker
     from indexes.jobs import Jobs
 
     docs = tmp_path / "docs"

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from assistant.backends.base import create_backend
+from assistant.backends.factory import create_backend
 from assistant.backends.llamacpp import gpu_layers
 
 

@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from assistant.app import create_app
-from assistant.backends.base import create_backend
+from assistant.backends.factory import create_backend
 from assistant.services import Services
 from evals.local_server import serve_in_thread
 from indexes.store import NewChunk, SourceInfo, Store
@@ -263,7 +263,7 @@ async def test_streamable_http_obeys_the_key_sent(two_collections, embedder):
 
 async def test_ask_over_http_answers_with_the_real_llamacpp_model(data_dir, embedder, llama):
     """The one `ask` through the real model (in-process llama.cpp): an answer, and sources with lines."""
-    from assistant.citations import cited_numbers
+    from assistant.answers.citations import cited_numbers
     from assistant.settings import Settings
 
     settings = Settings(data_dir=data_dir, backend="llamacpp", generation={"max_tokens": 32, "temperature": 0})

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from assistant.app import create_app
-from assistant.citations import cited_numbers
+from assistant.answers.citations import cited_numbers
 from assistant.services import Services
 from evals.local_server import serve_in_thread
 from indexes.store import Store

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from assistant.backends.echo import EchoBackend
-from assistant.prompts import SYSTEM_PROMPT, build_prompt
+from assistant.answers.prompts import SYSTEM_PROMPT, build_prompt
 from indexes.retrieve import Hit
 from tests.support.stores import write_pages
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.backends.base import GenParams, completion_text, create_backend
+from assistant.backends.base import GenParams, completion_text
+from assistant.backends.factory import create_backend
 from assistant.backends.echo import EchoBackend
-from assistant.prompts import COMPLETION_PREFIX, SYSTEM_PROMPT, PromptTooLong, build_prompt
+from assistant.answers.prompts import COMPLETION_PREFIX, SYSTEM_PROMPT, PromptTooLong, build_prompt
 from indexes.retrieve import Hit
 
 WORDS = "the quick brown fox jumps over the lazy dog while reading configuration files carefully".split()

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from assistant.query_batching import BatchingEmbedder
+from assistant.answers.question_embedding import BatchingEmbedder
 
 QUESTIONS = [
     "How do I book a flight?", "When is payday?", "Who fixes broken laptops?", "Where is the parking garage?",

@@ -7,9 +7,10 @@ import asyncio
 import anyio
 import pytest
 
-from assistant.backends.base import BackendBusy, create_backend
-from assistant.prompts import build_prompt
-from assistant.rag import answer, prepare
+from assistant.backends.base import BackendBusy
+from assistant.backends.factory import create_backend
+from assistant.answers.prompts import build_prompt
+from assistant.answers.rag import answer, prepare
 from indexes.retrieve import Retriever
 from tests.support.stores import write_pages
 from evals.local_server import free_port

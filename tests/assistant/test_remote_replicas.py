@@ -13,7 +13,8 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from assistant.app import create_app
-from assistant.backends.base import BackendError, GenParams, create_backend
+from assistant.backends.base import BackendError, GenParams
+from assistant.backends.factory import create_backend
 from evals.local_server import free_port, serve_in_thread
 from assistant.services import Services
 from indexes.store import Store

@@ -80,7 +80,7 @@ QUESTIONS = [
 def test_ten_questions_over_the_sample_corpus_repeat_no_line_more_than_twice(tmp_path, embedder, make_services):
     """The embedded default (llama.cpp in-process, the packaged Gemma-3-270M, default settings but two
     threads) answering the first questions a newcomer asks."""
-    from assistant.rag import answer
+    from assistant.answers.rag import answer
     from assistant.settings import Settings
     from ingest.pipeline import ingest_paths
 

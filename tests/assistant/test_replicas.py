@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from assistant.app import create_app
-from assistant.backends.base import create_backend
+from assistant.backends.factory import create_backend
 from assistant.services import Services
 from evals.local_server import serve_in_thread
 from indexes.store import Store

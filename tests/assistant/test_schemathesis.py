@@ -28,7 +28,7 @@ def api_schema(embedder, tmp_path_factory):
     root.mkdir()
     app_settings = Settings(data_dir=data / "data", backend="echo", ingest={"allowed_roots": [str(root)]},
                             server={"rate_limit_per_minute": 0})
-    from assistant.backends.base import create_backend
+    from assistant.backends.factory import create_backend
 
     store = Store(app_settings.data_dir)
     write_pages(store, embedder, "handbook", {"travel.md": ("Travel", "Book flights 14 days ahead.")})

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from assistant.backends.vllm_process import free_port
-from assistant.redaction import redact_logs, redact_text, redact_url
+from assistant.security.redaction import redact_logs, redact_text, redact_url
 from tests.assistant.test_app import fill
 
 SECRETS = ("sk-topsecret", "hunter2", "rag_abcdefghijklmnop")

@@ -12,12 +12,12 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from assistant.app import create_app
-from assistant.backends.base import create_backend
+from assistant.backends.factory import create_backend
 from assistant.backends.echo import EchoBackend
 from assistant.cli import main
 from assistant.services import Services
 from assistant.settings import SummarySettings
-from assistant.summarize import SummaryError, merged, section_part, summarize_document, summary_events, without_overlap
+from assistant.answers.summarize import SummaryError, merged, section_part, summarize_document, summary_events, without_overlap
 from indexes.store import NewChunk, SourceInfo, Store
 from indexes.summaries import Section, find_document, get_document_info
 from tests.assistant.test_app import parse_sse

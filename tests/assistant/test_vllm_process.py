@@ -129,7 +129,7 @@ async def test_health_is_degraded_and_ask_errors_promptly_while_vllm_cannot_star
     from litestar.testing import AsyncTestClient
 
     from assistant.app import create_app
-    from assistant.backends.base import create_backend
+    from assistant.backends.factory import create_backend
     from assistant.services import Services
     from indexes.store import Store
     from tests.support.stores import write_pages

@@ -1,5 +1,6 @@
 """The import graph of our packages, read from the source with `ast`: every import statement counts,
-at module level or inside a function, except those under `if TYPE_CHECKING:` (never run)."""
+at module level, inside a function, or under `if TYPE_CHECKING:` (a type-only import is a dependency a
+reader follows too, and a circle through one is a circle all the same)."""
 
 from __future__ import annotations
 
@@ -20,19 +21,6 @@ def module_files(repo: Path) -> dict[str, Path]:
     return out
 
 
-def _runtime_nodes(tree: ast.AST):
-    """Every node except the bodies of `if TYPE_CHECKING:` blocks."""
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-                stack.extend(child.orelse)
-                continue
-            stack.append(child)
-
-
 def import_graph(repo: Path) -> dict[str, set[str]]:
     """module -> the modules of ours it imports (a package's own __init__ left out)."""
     files = module_files(repo)
@@ -45,7 +33,7 @@ def import_graph(repo: Path) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for module, path in files.items():
         deps: set[str] = set()
-        for node in _runtime_nodes(ast.parse(path.read_text())):
+        for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:

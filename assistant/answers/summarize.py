@@ -28,7 +28,7 @@ from sqlalchemy.engine import Engine
 from indexes.summaries import DocumentInfo, Section, document_sections, get_summary, put_summary
 
 from assistant.backends.base import Backend, BackendBusy, GenParams, Message
-from assistant.rag import Event, error_event
+from assistant.answers.rag import Event, error_event
 from assistant.settings import SummarySettings
 
 PROMPT_VERSION = "2"

@@ -25,8 +25,8 @@ from indexes.conversations import add_turn, get_conversation, list_turns
 from indexes.models import Conversation, Turn
 
 from assistant.backends.base import Backend
-from assistant.followup import Rewrite, standalone_query
-from assistant.rag import Event
+from assistant.answers.followup import Rewrite, standalone_query
+from assistant.answers.rag import Event
 from assistant.settings import ConversationSettings
 
 

@@ -14,7 +14,7 @@ from typing import Any, AsyncIterator, Iterator
 
 from litestar.middleware.rate_limit import CacheObject, RateLimitConfig, RateLimitMiddleware
 
-from assistant.access import bearer_token, is_loopback, rate_limit_identifier
+from assistant.security.access import bearer_token, is_loopback, rate_limit_identifier
 from assistant.backends.base import BackendBusy
 
 # Requests that pass the rate limit uncounted: the page and its files, liveness, the API's schema.

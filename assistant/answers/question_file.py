@@ -21,7 +21,7 @@ from typing import Any, Callable
 import anyio
 
 from assistant.backends.base import Backend, BackendBusy, Message
-from assistant.rag import answer
+from assistant.answers.rag import answer
 from assistant.services import Services
 
 BUSY_RETRIES = 60  # a full backend queue is waited out: the batch fills it on purpose

@@ -1,4 +1,4 @@
-"""The MCP server (official `mcp` package, MCPServer): the tools of assistant/mcp_tools.py for editors and
+"""The MCP server (official `mcp` package, MCPServer): the tools of assistant/mcp_api/tools.py for editors and
 coding agents, over stdio (`assistant mcp`) or streamable HTTP (mounted at /mcp by the app).
 
 Who calls: over HTTP, the identity the app's guard left in the request's ASGI scope (the mount copies
@@ -21,8 +21,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from assistant import mcp_tools as tools
-from assistant.access import Identity
+from assistant.mcp_api import tools as tools
+from assistant.security.access import Identity
 from assistant.services import Services
 from assistant.settings import Settings
 

@@ -17,7 +17,7 @@ from litestar.enums import ScopeType
 from litestar.middleware import AbstractMiddleware, DefineMiddleware
 from litestar.types import Receive, ReceiveMessage, Scope, Send
 
-from assistant.browser_defences import JSON_TYPES, BrowserDefences, body_of
+from assistant.security.browser_defences import JSON_TYPES, BrowserDefences, body_of
 
 MAX_JSON_DEPTH = 64
 FALLBACK_MAX_BODY_BYTES = 10_000_000  # when the app sets no limit of its own

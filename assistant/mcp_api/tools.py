@@ -1,6 +1,6 @@
 """The MCP tools as plain functions over the Services: list collections, search, ask, read a source.
 
-The MCP server (assistant/mcp_server.py) only registers them; keeping them free of the protocol lets
+The MCP server (assistant/mcp_api/server.py) only registers them; keeping them free of the protocol lets
 the same functions be called and tested directly. Every passage they return names its file (`path`
 relative to the ingested root, `file` when the root is known), its line range or page, and a
 `location` such as `src/flask/app.py:L120-L180`, so that an agent can open the original.
@@ -20,9 +20,9 @@ from indexes import reading
 from indexes.filters import SearchFilters
 from indexes.retrieve import Hit
 
-from assistant.access import AccessDenied, Identity, authorize
+from assistant.security.access import AccessDenied, Identity, authorize
 from assistant.backends.base import BackendBusy
-from assistant.rag import answer
+from assistant.answers.rag import answer
 from assistant.services import Services
 
 MAX_K = 50

@@ -26,11 +26,11 @@ import anyio
 from indexes.retrieve import Hit, Retriever
 
 from assistant.backends.base import Backend, BackendBusy, BackendError, GenParams
-from assistant.citations import CitationFilter
-from assistant.prompts import Prompt, PromptTooLong, build_prompt
-from assistant.redaction import redact_text
+from assistant.answers.citations import CitationFilter
+from assistant.answers.prompts import Prompt, PromptTooLong, build_prompt
+from assistant.security.redaction import redact_text
 from assistant.settings import Settings
-from assistant.sources import hit_to_source
+from assistant.answers.source_view import hit_to_source
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from litestar.enums import ScopeType
 from litestar.middleware import AbstractMiddleware, DefineMiddleware
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from assistant.access import LOOPBACK_NAMES
+from assistant.security.access import LOOPBACK_NAMES
 from assistant.settings import Settings
 
 # The one header a page must send with a multipart upload (any non-empty value). Documented in docs/usage.md.

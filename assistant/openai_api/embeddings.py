@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from assistant.openai_protocol import EmbeddingRequest, invalid, model_not_found, rag_collections
+from assistant.openai_api.protocol import EmbeddingRequest, invalid, model_not_found, rag_collections
 from assistant.services import Services
 
 MAX_EMBED_INPUTS = 256

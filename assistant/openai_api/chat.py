@@ -18,8 +18,8 @@ from typing import Any, AsyncIterator
 import anyio
 
 from assistant.backends.base import Backend, BackendBusy, BackendError, GenParams, Message
-from assistant.conversation import ConversationTurn, UnknownConversation
-from assistant.openai_protocol import (
+from assistant.answers.conversation import ConversationTurn, UnknownConversation
+from assistant.openai_api.protocol import (
     CHAT_ROLES,
     ChatCompletionRequest,
     ChatMessage,
@@ -30,8 +30,8 @@ from assistant.openai_protocol import (
     model_not_found,
     rag_collections,
 )
-from assistant.rag import Event, PreparedAnswer, error_event, prepare
-from assistant.redaction import redact_text
+from assistant.answers.rag import Event, PreparedAnswer, error_event, prepare
+from assistant.security.redaction import redact_text
 from assistant.services import Services
 from assistant.settings import Settings
 

@@ -1,6 +1,6 @@
 """/v1: the OpenAI-compatible API (models, chat completions, embeddings), with OpenAI-shaped errors.
 
-The work is in assistant/openai_chat.py and openai_embeddings.py; these routes parse, call it, and send what it returns.
+The work is in assistant/openai_api/chat.py and openai_embeddings.py; these routes parse, call it, and send what it returns.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from pydantic import BaseModel
 from indexes.conversations import get_conversation
 from indexes.store import StoreError
 
-from assistant.access import AccessDenied, Identity, authorize, scoped
-from assistant.openai_chat import chunks, completion, start_chat
-from assistant.openai_embeddings import embeddings
-from assistant.openai_protocol import ChatCompletionRequest, EmbeddingRequest, OpenAIError, list_models, rag_collections
+from assistant.security.access import AccessDenied, Identity, authorize, scoped
+from assistant.openai_api.chat import chunks, completion, start_chat
+from assistant.openai_api.embeddings import embeddings
+from assistant.openai_api.protocol import ChatCompletionRequest, EmbeddingRequest, OpenAIError, list_models, rag_collections
 from assistant.services import Services
 from assistant.telemetry import Telemetry
 
