@@ -19,7 +19,7 @@ from assistant.cli import main
 from indexes.store import Store
 from tests.assistant.test_app import fill
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.conftest import REPO
 
 
 def write_lines(path: Path, lines: list[str]) -> Path:

@@ -25,7 +25,7 @@ from indexes.store import Store
 from tests.assistant.test_app import parse_sse
 from tests.support.stores import write_pages
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.conftest import REPO
 PAGES = {
     "it/vpn.md": (
         "VPN client",

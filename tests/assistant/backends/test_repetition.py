@@ -4,13 +4,12 @@ sample corpus that scripts/up.sh serves (docs/ and README.md as `docs`)."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 
 from assistant.backends.repetition import LineRepeatGuard, line_key, repeated_lines
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.conftest import REPO
 
 
 def run_guard(pieces: list[str], limit: int = 2) -> tuple[str, bool]:
