@@ -1,0 +1,107 @@
+"""The docs name what exists: every module is in the map of docs/architecture.md and every module the map
+names exists; every CLI command, route and MCP tool is named in docs/usage.md. A module, command, route or
+tool added without a word in the docs fails here."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.support.import_graph import PACKAGES
+
+MODULE = re.compile(r"[\w/]+\.py\b")
+
+
+def code_modules(repo: Path) -> set[str]:
+    """Every module of our packages as `package/path.py`; a package's __init__ and the migration revisions
+    (data for Alembic, named together as `migrations/versions/`) left out."""
+    out = set()
+    for package in PACKAGES:
+        for path in (repo / package).rglob("*.py"):
+            rel = path.relative_to(repo).as_posix()
+            if path.name != "__init__.py" and "/migrations/versions/" not in rel:
+                out.add(rel)
+    return out
+
+
+def mapped_modules(text: str) -> set[str]:
+    """The modules the map names. A line at column 0 opens a package (`assistant/ ...`); a line indented
+    by two that starts with a folder (`  answers/ ...`) opens that folder for the lines indented deeper
+    below it; `x.py` tokens on a line name modules of the package (and folder) in force."""
+    block = text.split("## Map", 1)[1].split("```", 2)[1]
+    package, folder = None, None
+    out = set()
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        first = line.split()[0]
+        if indent == 0:
+            package, folder = first.rstrip("/"), None
+            continue
+        if indent == 2:
+            folder = first.rstrip("/") if first.endswith("/") else None
+        if package not in PACKAGES:
+            continue
+        prefix = f"{package}/" + (f"{folder}/" if folder else "")
+        out |= {prefix + token for token in MODULE.findall(line)}
+    return out
+
+
+def test_every_module_is_in_the_map_and_every_mapped_module_exists():
+    mapped = mapped_modules((REPO / "docs" / "architecture.md").read_text())
+    modules = code_modules(REPO)
+    assert not modules - mapped, f"modules missing from the map in docs/architecture.md: {sorted(modules - mapped)}"
+    assert not mapped - modules, f"modules the map names that do not exist: {sorted(mapped - modules)}"
+
+
+def test_the_map_check_notices_a_missing_line():
+    text = (REPO / "docs" / "architecture.md").read_text()
+    without = text.replace("    access.py            API keys", "    (removed)            API keys", 1)
+    assert without != text and "assistant/security/access.py" not in mapped_modules(without)
+
+
+def cli_commands() -> set[str]:
+    """Every `assistant` command and subcommand, as `assistant NAME [SUB]`."""
+    import argparse
+
+    from assistant.cli import build_parser
+
+    def walk(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> set[str]:
+        found = set()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found.add(" ".join((*words, name)))
+                    found |= walk(sub, (*words, name))
+        return found
+
+    return walk(build_parser(), ("assistant",))
+
+
+def test_every_command_route_and_mcp_tool_is_named_in_usage(settings_factory):
+    from assistant.app import create_app
+    from assistant.mcp_api.tools import TOOL_SCOPES
+
+    usage = (REPO / "docs" / "usage.md").read_text()
+    missing = [c for c in sorted(cli_commands()) if c not in usage]
+    app = create_app(settings_factory())
+    # Path parameters as the docs write them: `/api/jobs/{id}` names `/api/jobs/{job_id:int}`.
+    paths = {re.sub(r"\{[^}]*\}", "{}", route.path) for route in app.routes}
+    usage_paths = re.sub(r"\{[^}]*\}", "{}", usage)
+    hidden = {"/", "/static", "/api/docs"}  # the page, its files and the API schema's own pages
+    missing += [p for p in sorted(paths) if not any(p == h or p.startswith(h + "/") for h in hidden)
+                and p not in usage_paths]
+    missing += [f"MCP tool {t}" for t in TOOL_SCOPES if f"`{t}`" not in usage]
+    assert not missing, f"not named in docs/usage.md: {missing}"
+
+
+@pytest.mark.parametrize("name", ["README.md"])
+def test_the_readme_names_every_mcp_tool(name):
+    from assistant.mcp_api.tools import TOOL_SCOPES
+
+    text = (REPO / name).read_text()
+    assert all(f"`{t}`" in text for t in TOOL_SCOPES), "README lists the MCP tools"
