@@ -8,14 +8,13 @@ next to it. Reads go through the sqlite3 connection (see `indexes.db.read_rows`)
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from indexes.db import read_rows
+from indexes.location import Located, Location, columns
 from indexes.store import Store
 
-READ_COLUMNS = (
-    "c.id, c.ordinal, c.text, c.heading_path, c.anchor, c.page, c.line_start, c.line_end, c.symbol"
-)
+READ_COLUMNS = f"c.id, c.ordinal, c.text, {columns('c')}"
 
 
 @dataclass
@@ -32,21 +31,16 @@ class DocumentRef:
 
 
 @dataclass
-class PassageChunk:
+class PassageChunk(Located):
     """One chunk of a document in reading order."""
 
     chunk_id: int
     ordinal: int
     text: str
-    heading_path: str
-    anchor: str
-    page: int | None
-    line_start: int | None
-    line_end: int | None
-    symbol: str
+    location: Location
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return self.flat_dict()
 
 
 @dataclass
@@ -95,7 +89,7 @@ def chunks_between(store: Store, document_id: int, first: int, last: int) -> lis
         f"SELECT {READ_COLUMNS} FROM chunk c WHERE c.document_id = ? AND c.ordinal BETWEEN ? AND ? ORDER BY c.ordinal",
         (document_id, max(0, first), last),
     )
-    return [PassageChunk(*r) for r in rows]
+    return [PassageChunk(r[0], r[1], r[2], Location(*r[3:])) for r in rows]
 
 
 def ordinals_covering(

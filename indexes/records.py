@@ -7,18 +7,15 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from indexes.location import Located, Location
+
 
 @dataclass
-class NewChunk:
+class NewChunk(Located):
     """A chunk ready to be written: text plus where it came from."""
 
     text: str
-    heading_path: str = ""
-    anchor: str = ""
-    page: int | None = None
-    line_start: int | None = None
-    line_end: int | None = None
-    symbol: str = ""
+    location: Location = Location()
     n_tokens: int = 0
 
 

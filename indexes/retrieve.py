@@ -22,16 +22,16 @@ from indexes.embed import Embedder
 from indexes.filters import SearchFilters
 from indexes.fusion import linear_mix, ranked, rrf
 from indexes.lexical import LexicalResult, Weights, normalise_query, phrase, query_terms
+from indexes.location import Located, Location
 from indexes.store import ChunkRecord, Store, StoreError
 
 WORD = re.compile(r"\w+", re.UNICODE)
-LINE_ANCHOR = re.compile(r"L\d+-L\d+")
 Fusion = Literal["linear", "rrf", "dense", "bm25"]
 __all__ = ["Candidates", "Hit", "Retriever", "fts_query", "rrf", "snippet_of"]
 
 
 @dataclass
-class Hit:
+class Hit(Located):
     """One retrieved chunk with everything needed to show and cite it."""
 
     chunk_id: int
@@ -42,12 +42,7 @@ class Hit:
     kind: str
     text: str
     snippet: str
-    heading_path: str
-    anchor: str
-    page: int | None
-    line_start: int | None
-    line_end: int | None
-    symbol: str
+    location: Location
     score: float
     dense_rank: int | None = None
     lexical_rank: int | None = None
@@ -56,9 +51,10 @@ class Hit:
     chunk_ids: list[int] = field(default_factory=list)  # the chunks shown as this hit (adjacent ones merged)
 
     def to_dict(self) -> dict:
-        # Scalars and one list of ints: a shallow copy and a copy of the list are a full one (asdict
-        # deep-copies field by field: a few hundred microseconds per answer's sources, under the loop's lock).
-        return dict(self.__dict__, chunk_ids=list(self.chunk_ids))
+        # Scalars, a frozen Location spelled out flat and one list of ints: a shallow copy and a copy of the
+        # list are a full one (asdict deep-copies field by field: a few hundred microseconds per answer's
+        # sources, under the loop's lock).
+        return self.flat_dict() | {"chunk_ids": list(self.chunk_ids)}
 
 
 @dataclass
@@ -376,9 +372,7 @@ class Retriever:
                 starts = [r.line_start for r in parts if r.line_start is not None]
                 ends = [r.line_end for r in parts if r.line_end is not None]
                 if starts and ends:
-                    hit.line_start, hit.line_end = min(starts), max(ends)
-                    if LINE_ANCHOR.fullmatch(hit.anchor or ""):
-                        hit.anchor = f"L{hit.line_start}-L{hit.line_end}"
+                    hit.location = hit.location.with_lines(min(starts), max(ends))
             out.append(hit)
         return out
 
@@ -406,12 +400,7 @@ class Retriever:
             kind=rec.kind,
             text=rec.text,
             snippet=snippet_of(rec.text, cands.query) if snippet else "",
-            heading_path=rec.heading_path,
-            anchor=rec.anchor,
-            page=rec.page,
-            line_start=rec.line_start,
-            line_end=rec.line_end,
-            symbol=rec.symbol,
+            location=rec.location,
             score=round(float(score), 6),
             dense_rank=dr,
             lexical_rank=lr,

@@ -23,6 +23,7 @@ from indexes.db import driver, make_store_engine, read_rows
 from indexes.filters import SearchFilters
 from indexes.lexical import ChunkText, Lexical
 from indexes.lexical_copy import CopiedLexical, LexicalCopy
+from indexes.location import Located, Location, columns
 from indexes.models import Chunk, Collection, Document, utcnow
 from indexes.pg import PgDriver, allocate_ids, is_postgres
 from indexes.records import NewChunk, SourceInfo
@@ -47,7 +48,7 @@ class DocumentWrite:
 
 
 @dataclass
-class ChunkRecord:
+class ChunkRecord(Located):
     """A chunk joined with its document and collection: everything a search hit shows."""
 
     chunk_id: int
@@ -58,12 +59,7 @@ class ChunkRecord:
     title: str
     kind: str
     text: str
-    heading_path: str
-    anchor: str
-    page: int | None
-    line_start: int | None
-    line_end: int | None
-    symbol: str
+    location: Location
 
 
 COLLECTION_COLUMNS = "id, name, created_at, generation, embedder, dim"
@@ -306,24 +302,24 @@ class Store:
                 ids = np.arange(next_id, next_id + len(item.chunks), dtype=np.int64)
                 next_id += len(item.chunks)
             for i, (cid, c) in enumerate(zip(ids.tolist(), item.chunks)):
-                chunk_rows.append((cid, doc.id, collection.id, i, c.text, c.heading_path, c.anchor, c.page,
-                                   c.line_start, c.line_end, c.symbol, c.n_tokens, vecs[i].tobytes()))
+                chunk_rows.append((cid, doc.id, collection.id, i, c.text, *c.location.row(), c.n_tokens,
+                                   vecs[i].tobytes()))
                 texts.append(ChunkText(cid, collection.id, item.source.title, c.heading_path, c.symbol, c.text,
                                        item.source.path))
             added.append((ids, vecs))
         if chunk_rows and postgres:  # the search columns in the same statement (indexes/pg_lexical.py)
             path_words: dict[str, str] = {}
             raw.executemany(
-                "INSERT INTO chunk (id, document_id, collection_id, ordinal, text, heading_path, anchor, page, "
-                "line_start, line_end, symbol, n_tokens, embedding, lexical_vector, lexical_cjk) "
+                f"INSERT INTO chunk (id, document_id, collection_id, ordinal, text, {columns()}, n_tokens, "
+                "embedding, lexical_vector, lexical_cjk) "
                 f"VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,{pg_lexical.VALUES_SQL})",
                 [(*row, *pg_lexical.column_values(t, path_words.setdefault(t.path, lexical.path_terms(t.path))))
                  for row, t in zip(chunk_rows, texts)],
             )
         elif chunk_rows:
             raw.executemany(
-                "INSERT INTO chunk (id, document_id, collection_id, ordinal, text, heading_path, anchor, page, "
-                "line_start, line_end, symbol, n_tokens, embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT INTO chunk (id, document_id, collection_id, ordinal, text, {columns()}, n_tokens, "
+                "embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 chunk_rows,
             )
             if not postgres:
@@ -436,12 +432,11 @@ class Store:
         marks = ",".join(str(int(i)) for i in chunk_ids)
         rows = read_rows(
             self.engine,
-            "SELECT c.id, c.document_id, k.name, d.path, d.root, d.title, d.kind, c.text, c.heading_path, "
-            "c.anchor, c.page, c.line_start, c.line_end, c.symbol "
+            f"SELECT c.id, c.document_id, k.name, d.path, d.root, d.title, d.kind, c.text, {columns('c')} "
             "FROM chunk c JOIN document d ON d.id = c.document_id JOIN collection k ON k.id = c.collection_id "
             f"WHERE c.id IN ({marks})"
         )
-        return {int(r[0]): ChunkRecord(*r) for r in rows}
+        return {int(r[0]): ChunkRecord(*r[:8], Location(*r[8:])) for r in rows}
 
     def counts(self, collection: Collection) -> tuple[int, int]:
         """(chunk rows, sum of the documents' n_chunks): equal in a consistent store."""

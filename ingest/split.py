@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
 
+from indexes.location import Location
 from indexes.records import NewChunk
 from ingest.elements import Element
 
@@ -328,11 +329,13 @@ def _chunk(section: Section, pieces: list[Piece], text: str, n: int, anchors: st
         anchor = ""
     return NewChunk(
         text=text,
-        heading_path=section.path,
-        anchor=anchor,
-        page=page,
-        line_start=line_start,
-        line_end=line_end,
-        symbol=section.symbol,
+        location=Location(
+            heading_path=section.path,
+            anchor=anchor,
+            page=page,
+            line_start=line_start,
+            line_end=line_end,
+            symbol=section.symbol,
+        ),
         n_tokens=n,
     )

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from indexes.location import Location
 from indexes.retrieve import Hit
 
 from assistant.backends.base import Message
@@ -57,23 +58,24 @@ class Prompt:
     history_used: int = 0  # history messages kept (the most recent ones)
 
 
-def location(hit: Hit) -> str:
-    """path, plus :p.N for pages or :a-b for line ranges."""
-    where = hit.path
-    if hit.page:
-        where += f":p.{hit.page}"
-    if hit.line_start:
-        where += f":{hit.line_start}-{hit.line_end or hit.line_start}"
-    return where
+def prompt_location(path: str, where: Location) -> str:
+    """How the prompt names a source's place for the model: path, then :p.N for a page, :a-b for lines."""
+    out = path
+    if where.page:
+        out += f":p.{where.page}"
+    if where.line_start:
+        out += f":{where.line_start}-{where.line_end or where.line_start}"
+    return out
 
 
 def source_block(n: int, hit: Hit, text: str | None = None) -> str:
     """`[n] title — path:where`, the heading path or symbol when there is one, then the text."""
-    lines = [f"[{n}] {hit.title} — {location(hit)}"]
-    if hit.heading_path:
-        lines.append(f"Section: {hit.heading_path}")
-    if hit.symbol and hit.symbol not in hit.heading_path:
-        lines.append(f"Symbol: {hit.symbol}")
+    where = hit.location
+    lines = [f"[{n}] {hit.title} — {prompt_location(hit.path, where)}"]
+    if where.heading_path:
+        lines.append(f"Section: {where.heading_path}")
+    if where.symbol and where.symbol not in where.heading_path:
+        lines.append(f"Symbol: {where.symbol}")
     lines.append((hit.text if text is None else text).strip())
     return CONTEXT_TAG.sub(lambda m: m[0].replace("<", "‹"), "\n".join(lines))  # a document cannot close the block
 

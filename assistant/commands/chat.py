@@ -14,11 +14,12 @@ from rich.console import Console
 from rich.text import Text
 
 from indexes.conversations import create_conversation, list_turns
+from indexes.location import Location
 from indexes.store import Store
 from indexes.terminal_text import terminal_safe
 
 from assistant.backends.registry import backend_names
-from assistant.commands.query import fail, location
+from assistant.commands.query import fail, terminal_location
 from assistant.answers.conversation import ConversationTurn, UnknownConversation, collections_of, require_conversation
 from assistant.services import Services
 from assistant.settings import Settings
@@ -157,7 +158,7 @@ async def ask_in_conversation(
     console.print()
     for s in sources:
         mark = f"[{s['n']}]" if s.get("cited") else f"({s['n']})"
-        where = location(s).replace("\n", " · ")
+        where = terminal_location(Location.from_dict(s)).replace("\n", " · ")
         console.print(Text.assemble((mark, "cyan"), f" {terminal_safe(s['title'])} — {terminal_safe(s['path'])} {where}".rstrip()))
     return 1 if failed else 0
 

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from indexes.location import Location
 from indexes.terminal_text import terminal_safe
 
 from assistant.services import Services
@@ -85,21 +86,22 @@ def run_search(args: argparse.Namespace, settings: Settings) -> int:
     table = Table("#", "score", "source", "where", "snippet", show_lines=True)
     for i, h in enumerate(hits, 1):  # Text cells: a `[bold]` in a file is shown, never applied
         source = f"{terminal_safe(h['title'])}\n{terminal_safe(h['path'])}"
-        table.add_row(str(i), f"{h['score']:.4f}", Text(source), Text(location(h)),
+        table.add_row(str(i), f"{h['score']:.4f}", Text(source), Text(terminal_location(Location.from_dict(h))),
                       Text(terminal_safe(h["snippet"], multiline=True)))
     Console().print(table)
     return 0
 
 
-def location(source: dict) -> str:
-    """Page, lines and heading of a source, one a line, safe to print (the heading comes from the file)."""
+def terminal_location(where: Location) -> str:
+    """How the terminal shows a source's place: page, lines and heading, one a line, safe to print (the
+    heading comes from the file)."""
     parts = []
-    if source.get("page"):
-        parts.append(f"p. {source['page']}")
-    if source.get("line_start"):
-        parts.append(f"lines {source['line_start']}-{source['line_end']}")
-    if source.get("heading_path"):
-        parts.append(terminal_safe(source["heading_path"]))
+    if where.page:
+        parts.append(f"p. {where.page}")
+    if where.line_start:
+        parts.append(f"lines {where.line_start}-{where.line_end}")
+    if where.heading_path:
+        parts.append(terminal_safe(where.heading_path))
     return "\n".join(parts)
 
 
@@ -151,6 +153,7 @@ async def stream_answer(services: Services, question: str, args: argparse.Namesp
         console = Console()
         for s in sources:
             mark = f"[{s['n']}]" if s.get("cited") else f"({s['n']})"
-            line = f"{mark} {terminal_safe(s['title'])} — {terminal_safe(s['path'])} {location(s).replace(chr(10), ' · ')}"
+            where = terminal_location(Location.from_dict(s)).replace("\n", " · ")
+            line = f"{mark} {terminal_safe(s['title'])} — {terminal_safe(s['path'])} {where}"
             console.print(Text(line), highlight=False)
     return 1 if error else 0

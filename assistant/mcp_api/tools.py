@@ -18,6 +18,7 @@ from typing import Any
 
 from indexes import reading
 from indexes.filters import SearchFilters
+from indexes.location import Location
 from indexes.retrieve import Hit
 
 from assistant.security.access import AccessDenied, Identity, authorize
@@ -39,12 +40,14 @@ class ToolCallError(ValueError):
 # --- where a passage lies ---------------------------------------------------------------------
 
 
-def location(path: str, line_start: int | None, line_end: int | None, page: int | None) -> str:
-    """`path:Lstart-Lend` for text with lines, `path#page=N` for a page, the path alone otherwise."""
-    if line_start is not None:
-        return f"{path}:L{line_start}-L{line_end if line_end is not None else line_start}"
-    if page is not None:
-        return f"{path}#page={page}"
+def mcp_location(path: str, where: Location) -> str:
+    """How a tool names a place for an editor or agent to open: `path:Lstart-Lend` for text with lines,
+    `path#page=N` for a page, the path alone otherwise."""
+    start, end = where.line_start, where.line_end
+    if start is not None:
+        return f"{path}:L{start}-L{end if end is not None else start}"
+    if where.page is not None:
+        return f"{path}#page={where.page}"
     return path
 
 
@@ -62,7 +65,7 @@ def hit_result(identity: Identity, hit: Hit | dict, roots: dict[int, str]) -> di
         "collection": h["collection"],
         "path": h["path"],
         "file": file_of(identity, roots.get(h["document_id"], ""), h["path"]),
-        "location": location(h["path"], h["line_start"], h["line_end"], h["page"]),
+        "location": mcp_location(h["path"], Location.from_dict(h)),
         "line_start": h["line_start"],
         "line_end": h["line_end"],
         "page": h["page"],
@@ -279,14 +282,15 @@ def read_source(
         "title": doc.title,
         "kind": doc.kind,
         "document_chunks": doc.chunks,
-        "location": location(doc.path, line_start, line_end, pages[0] if pages else None),
+        "location": mcp_location(doc.path, Location(page=pages[0] if pages else None, line_start=line_start,
+                                                    line_end=line_end)),
         "line_start": line_start,
         "line_end": line_end,
         "pages": pages,
         "truncated": truncated,
         "chunks": [
             dict(c.to_dict(), target=c.chunk_id in passage.targets,
-                 location=location(doc.path, c.line_start, c.line_end, c.page))
+                 location=mcp_location(doc.path, c.location))
             for c in chunks
         ],
     }

@@ -1,0 +1,25 @@
+"""How `assistant ask` and `assistant search` show a source's place in the terminal."""
+
+from __future__ import annotations
+
+from assistant.commands.query import terminal_location
+from indexes.location import Location
+
+
+def test_page_lines_and_heading_one_a_line():
+    assert terminal_location(Location(page=3, line_start=10, line_end=42, heading_path="Guide › Setup")) == (
+        "p. 3\nlines 10-42\nGuide › Setup"
+    )
+    assert terminal_location(Location(line_start=5, line_end=5, symbol="main")) == "lines 5-5"
+    assert terminal_location(Location()) == ""
+
+
+def test_the_heading_from_the_file_is_made_safe_to_print():
+    shown = terminal_location(Location(heading_path="Evil\x1b[2J heading"))
+    assert "\x1b" not in shown and "heading" in shown
+
+
+def test_an_answer_source_dict_gives_the_same_place():
+    source = {"n": 1, "title": "T", "path": "a.pdf", "page": 2, "line_start": None, "line_end": None,
+              "heading_path": "", "score": 0.5}
+    assert terminal_location(Location.from_dict(source)) == "p. 2"
