@@ -26,6 +26,7 @@ import numpy as np
 
 from indexes.embed import Embedder
 from indexes.factory import RetrievalConfig, embedder_from, retriever_from, vector_options_from
+from indexes.location import Location
 from indexes.retrieve import Retriever
 from indexes.store import DocumentWrite, NewChunk, SourceInfo, Store
 from indexes.vectors import VectorOptions
@@ -73,7 +74,7 @@ def build(store: Store, corpus: SyntheticCorpus, n: int, log: Callable[[str], No
                 path=f"area{d % 97:02d}/doc{d:07d}.{kind}", title=corpus.title(int(topic)), kind=kind,
                 mtime=now - (d % 3650) * 86400.0, size=sum(len(t) for t in texts[pos : pos + count]),
             )
-            chunks = [NewChunk(text=t, heading_path=src.title) for t in texts[pos : pos + count]]
+            chunks = [NewChunk(text=t, location=Location(heading_path=src.title)) for t in texts[pos : pos + count]]
             items.append(DocumentWrite(src, chunks, vecs[pos : pos + count]))
             pos += count
         store.write_documents(coll, items)
@@ -180,7 +181,7 @@ def postgres_latency(store: Store, data_dir: Path, database_url: str, config: Re
                      texts: list[str], options: VectorOptions, log: Callable[[str], None]) -> dict:
     """The same collection copied into PostgreSQL (an empty database, or one holding this copy) and
     searched through a replica's own derived indexes, built on its first search."""
-    from indexes.copy import copy_store, table_counts
+    from indexes.store_copy import copy_store, table_counts
 
     pg = Store(data_dir.with_name(data_dir.name + "-pg"), vector_options=options, database_url=database_url)
     try:

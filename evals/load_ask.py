@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from assistant.backends.openai_compat import KEEPALIVE_EXPIRY_S
+from assistant.backends.http_clients import pool_limits
 
 
 async def client_loop(client: httpx.AsyncClient, url: str, body: dict, deadline: float, max_backoff_s: float,
@@ -48,7 +48,7 @@ async def run_load(base_url: str, body: dict, *, clients: int = 200, seconds: fl
     errors: Counter = Counter()
     missing: list[int] = []
     latencies: list[float] = []
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients, keepalive_expiry=KEEPALIVE_EXPIRY_S)
+    limits = pool_limits(clients)
     timeout = httpx.Timeout(120.0, connect=30.0)
     started = time.perf_counter()
     async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=timeout, headers=headers or {}) as client:

@@ -23,7 +23,7 @@ import httpx
 import numpy as np
 
 from assistant.backends.base import Backend, GenParams, Message, completion_text
-from assistant.backends.openai_compat import KEEPALIVE_EXPIRY_S
+from assistant.backends.http_clients import pool_limits
 
 
 @dataclass
@@ -219,8 +219,7 @@ async def run_job(job: dict[str, Any]) -> dict[str, Any]:
     per request: an /api/ask body, or {"messages", "max_tokens", "temperature", "stop"}), and for
     "openai" also model, style and sampling (more request-body fields)."""
     items = job["items"]
-    limits = httpx.Limits(max_connections=job["concurrency"] + 4, max_keepalive_connections=job["concurrency"] + 4,
-                          keepalive_expiry=KEEPALIVE_EXPIRY_S)
+    limits = pool_limits(job["concurrency"] + 4)
     async with httpx.AsyncClient(timeout=httpx.Timeout(900, connect=10), limits=limits) as client:
 
         def make(i: int) -> Awaitable[Result]:

@@ -54,8 +54,9 @@ def open_collection(store: Store, embedder: EmbedderLike, name: str) -> Collecti
     return store.ensure_collection(name, embedder.name, embedder.dim)
 
 
-class _Run:
-    """One sync of a collection: the state shared by its steps."""
+class IngestRun:
+    """One ingestion run: a collection brought in sync with scanned files, and the state its steps share
+    (`sync` runs them all; a shared job (shared_jobs.py) runs them on the files it leases)."""
 
     def __init__(self, store: Store, embedder: EmbedderLike, coll: Collection, options: IngestOptions,
                  progress: Progress | None, link: JobLink | None) -> None:
@@ -316,7 +317,7 @@ def ingest_paths(
             raise FileNotFoundError(f"no such file or folder: {p}")
     coll = open_collection(store, embedder, collection)
     scans = [scan(p, use_git=options.use_git, exclude=options.exclude) for p in paths]
-    run = _Run(store, embedder, coll, options, progress, link)
+    run = IngestRun(store, embedder, coll, options, progress, link)
     try:
         run.sync(scans)
     finally:
@@ -363,7 +364,7 @@ def sync_changes(
     for rel in set(removed) | (wanted - present):  # changed but no longer listed: deleted meanwhile, or excluded
         if rel not in present:
             gone.update(p for p in known if (p == rel or p.startswith(rel + "/")) and p not in present)
-    run = _Run(store, embedder, coll, options, progress, None)
+    run = IngestRun(store, embedder, coll, options, progress, None)
     try:
         run.sync([part], removals=sorted(gone))
     finally:

@@ -27,7 +27,7 @@ from indexes.lease import FileLeases
 from indexes.models import IngestJob, utcnow
 from indexes.store import Store
 from ingest.chunking import EmbedderLike
-from ingest.pipeline import _Run, open_collection
+from ingest.pipeline import IngestRun, open_collection
 from ingest.prepare import IngestOptions
 from ingest.runstate import JobLink
 from ingest.sources import scan
@@ -97,7 +97,7 @@ def shared_job(store: Store, jobs: Jobs, leases: FileLeases, embedder: EmbedderL
     jobs.add_files(job.id, [FileState(f.rel_path, "pending", size=f.size) for f in files.values()]
                    + [FileState(p.rel_path, "pending") for p in problems.values()])
     link = LeaseLink(jobs, job.id, worker, stop, heartbeat_s=2.0)
-    run = _Run(store, embedder, coll, options, None, link)
+    run = IngestRun(store, embedder, coll, options, None, link)
     for sc in scans:
         run.git_by_root[sc.root] = sc.git
     try:
@@ -138,7 +138,7 @@ def shared_job(store: Store, jobs: Jobs, leases: FileLeases, embedder: EmbedderL
     return "done"
 
 
-def _run_batch(run: _Run, store: Store, coll: Any, claimed: list[tuple[str, int]], files: dict, problems: dict) -> None:
+def _run_batch(run: IngestRun, store: Store, coll: Any, claimed: list[tuple[str, int]], files: dict, problems: dict) -> None:
     """One claimed batch through the pipeline: problems recorded, files prepared, embedded, written."""
     todo = []
     for path, _size in claimed:

@@ -1,11 +1,8 @@
 """Any OpenAI-compatible server (vLLM, llama.cpp's server, SGLang, Ollama...) through the `openai` client.
 
-The server batches concurrent requests itself, so nothing here serializes them. What the server
-reports is used when it reports it: the model (the first of /v1/models when none is configured), the
-context window (vLLM's `max_model_len`), and exact prompt token counts from a tokenize endpoint:
-vLLM's `POST /tokenize` (chat messages through the chat template, or a plain prompt), or, for
-completion prompts, llama-cpp-python's `POST /extras/tokenize/count`. Without one, tokens are
-estimated conservatively: one per 3 UTF-8 bytes plus 8 per message and 8 for the reply's start.
+The server batches concurrent requests itself, so nothing here serializes them. What the server says
+about itself (the model, the context window, prompt token counts, health) is openai_server.py's; this
+module streams the answers.
 
 Every streamed request asks for the usage chunk (`stream_options.include_usage`): the engine's own
 count of the tokens it generated is then the answer's `completion_tokens`, whatever the text shown.
@@ -18,57 +15,23 @@ besides the per-read one, and a connection lost mid-answer is a BackendError lik
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
-import math
-import threading
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, AsyncIterator, Literal
 
-from assistant.backends.base import (
-    BackendBusy,
-    BackendError,
-    BackendHealth,
-    GenParams,
-    Message,
-    completion_text,
-)
-from assistant.backends.replicas import Replica, Replicas
-from assistant.security.redaction import redact_text, redact_url
+from assistant.backends.base import BackendError, BackendHealth, GenParams, Message, completion_text
+from assistant.backends.openai_server import OpenAIServer, request_error
+from assistant.backends.replicas import Replica
+from assistant.security.redaction import redact_text
 
 if TYPE_CHECKING:
     from assistant.settings import OpenAISettings, Settings
 
-log = logging.getLogger(__name__)
-REDISCOVER_S = 5.0  # after a failed /v1/models, wait this long before asking again
-HEALTH_TIMEOUT_S = 5.0
-# Idle connections are dropped after this long, well before the servers' own keep-alive (uvicorn's 5 s,
-# in vLLM and in this server; httpx's default is those same 5 s): reused near that limit, a request can
-# go down a connection the server is closing, and reads an EOF instead of its answer.
-KEEPALIVE_EXPIRY_S = 2.0
-
-
-def estimate_tokens(messages: list[Message]) -> int:
-    """An upper-leaning guess for servers that cannot count: 1 token per 3 UTF-8 bytes + framing."""
-    return sum(math.ceil(len(m["content"].encode("utf-8")) / 3) + 8 for m in messages) + 8
-
-
-@dataclass
-class ServerInfo:
-    models: list[str]
-    model: str
-    max_model_len: int | None
-
-
-def base_urls(cfg: "OpenAISettings") -> list[str]:
-    """`base_urls`, else `base_url` (which may itself be a comma-separated list)."""
-    urls = list(cfg.base_urls) or [u for u in cfg.base_url.split(",")]
-    return [u.strip().rstrip("/") for u in urls if u.strip()]
-
 
 class OpenAIBackend:
+    """Answers streamed from an OpenAI-compatible server, the least busy replica first; the model, the
+    window and the counts are what `server` (openai_server.py) learns from it."""
+
     name = "openai"
 
     def __init__(self, cfg: "OpenAISettings") -> None:
@@ -78,37 +41,15 @@ class OpenAIBackend:
         self._openai = openai
         self._httpx = httpx
         self.cfg = cfg
-        self.replicas = Replicas(base_urls(cfg), cfg.retry_unhealthy_s)
+        self.server = OpenAIServer(cfg)
+        self.replicas = self.server.replicas
         self.prompt_style: Literal["chat", "completion"] = cfg.prompt_style
-        timeout = httpx.Timeout(cfg.timeout_s, connect=cfg.connect_timeout_s)
-        limits = httpx.Limits(max_connections=cfg.max_connections, max_keepalive_connections=cfg.max_connections,
-                              keepalive_expiry=KEEPALIVE_EXPIRY_S)
-        for replica in self.replicas.all:
-            replica.client = openai.AsyncOpenAI(
-                base_url=replica.base_url,
-                api_key=cfg.api_key,
-                timeout=timeout,
-                max_retries=0,  # fail fast; the caller shows the error and the user may ask again
-                http_client=openai.DefaultAsyncHttpxClient(timeout=timeout, limits=limits),
-            )
-        # Model discovery and token counting are called from worker threads (prompt building): sync client.
-        self._http = httpx.Client(
-            timeout=httpx.Timeout(min(cfg.timeout_s, 30.0), connect=cfg.connect_timeout_s),
-            headers={"Authorization": f"Bearer {cfg.api_key}"},
-            limits=limits,
-        )
-        self._info: ServerInfo | None = None
-        self._failed_at = -math.inf
-        self._tokenize_route: str | None = None  # "vllm", "llamacpp" or "estimate", found on first count
-        self._context_probed = False  # asked the server's own endpoints for its window (once)
-        self._probed_window: int | None = None
-        self._probe_lock = threading.Lock()
 
     @property
     def tokenize_route(self) -> str | None:
         """How prompts are counted: "vllm" or "llamacpp" (the server's endpoint), "estimate", or None
         before the first count."""
-        return self._tokenize_route
+        return self.server.tokenize_route
 
     @property
     def base_url(self) -> str:
@@ -119,166 +60,23 @@ class OpenAIBackend:
     def client(self) -> Any:
         return self.replicas.all[0].client
 
-    def _where(self) -> str:
-        """The replica(s) as a message may name them (no password, no query values)."""
-        urls = [r.shown_url for r in self.replicas.all]
-        return urls[0] if len(urls) == 1 else "any of " + ", ".join(urls)
-
-    # --- what the server reports ----------------------------------------------------------------
-
-    def _remember(self, entries: list[dict], where: str = "") -> ServerInfo:
-        ids = [str(e.get("id")) for e in entries if e.get("id")]
-        if not ids and not self.cfg.model:
-            raise BackendError(f"the server at {where or redact_url(self.base_url)} lists no models")
-        model = self.cfg.model or ids[0]
-        entry = next((e for e in entries if e.get("id") == model), {})
-        length = entry.get("max_model_len")
-        self._info = ServerInfo(ids, model, int(length) if isinstance(length, int) and length > 0 else None)
-        return self._info
-
-    def _discover(self) -> ServerInfo | None:
-        """The server's models (sync, cached; retried at most every few seconds while it is down)."""
-        if self._info is not None or time.monotonic() - self._failed_at < REDISCOVER_S:
-            return self._info
-        for replica in self.replicas.candidates():
-            try:
-                r = self._http.get(f"{replica.base_url}/models", timeout=HEALTH_TIMEOUT_S)
-                r.raise_for_status()
-                return self._remember(r.json().get("data", []), replica.shown_url)
-            except Exception as exc:
-                log.warning("could not list the models of %s: %s", replica.shown_url, redact_text(str(exc)))
-        self._failed_at = time.monotonic()
-        return None
-
-    def _probe_context_window(self, root: str, model: str) -> int | None:
-        """The context window from a server that does not put it in /v1/models: llama.cpp's
-        `llama-server` (GET /props: `default_generation_settings.n_ctx`, or `n_ctx`), Ollama (POST
-        /api/show: a `num_ctx` parameter). Without one, the configured window is assumed and said once."""
-        found: Any = None
-        try:
-            r = self._http.get(f"{root}/props", timeout=HEALTH_TIMEOUT_S)
-            if r.status_code == 200:
-                props = r.json()
-                found = (props.get("default_generation_settings") or {}).get("n_ctx") or props.get("n_ctx")
-            if not found:
-                r = self._http.post(f"{root}/api/show", json={"model": model}, timeout=HEALTH_TIMEOUT_S)
-                if r.status_code == 200:
-                    params = str(r.json().get("parameters") or "")
-                    match = next((line.split()[1] for line in params.splitlines() if line.split()[:1] == ["num_ctx"]), None)
-                    found = int(match) if match and match.isdigit() else None
-        except (self._httpx.HTTPError, ValueError, AttributeError) as exc:
-            log.debug("context window probe at %s failed: %s", redact_url(root), redact_text(str(exc)))
-        if isinstance(found, int) and found > 0:
-            return found
-        log.warning(
-            "the server at %s does not report its context window; assuming %d tokens "
-            "(set openai.context_window to the server's real one)", redact_url(root), self.cfg.context_window,
-        )
-        return None
-
     @property
     def model(self) -> str:
-        if self.cfg.model:
-            return self.cfg.model
-        info = self._discover()
-        return info.model if info else ""
+        return self.server.model
 
     @property
     def context_window(self) -> int:
-        info = self._discover()
-        if info is not None and info.max_model_len:
-            return info.max_model_len
-        if info is not None:
-            with self._probe_lock:  # prompts are built in several threads at once: probe (and warn) once
-                if not self._context_probed:
-                    self._probed_window = self._probe_context_window(self.replicas.all[0].root, info.model)
-                    self._context_probed = True
-        return self._probed_window or self.cfg.context_window
-
-    # --- tokens ---------------------------------------------------------------------------------
+        return self.server.context_window
 
     def count_tokens(self, messages: list[Message]) -> int:
         """Exact when the server has a tokenize endpoint that fits the prompt style, else estimated."""
-        routes = [self._tokenize_route] if self._tokenize_route else ["vllm", "llamacpp"]
-        for route in routes:
-            if route == "estimate":
-                break
-            try:
-                count = self._count_with(route, messages)
-            except Exception as exc:  # server down: estimate now, ask again next time
-                log.warning("token count from %s failed: %s", self._where(), redact_text(str(exc)))
-                return estimate_tokens(messages)
-            if count is not None:
-                self._tokenize_route = route
-                return count
-        self._tokenize_route = "estimate"
-        return estimate_tokens(messages)
-
-    def _count_with(self, route: str, messages: list[Message]) -> int | None:
-        """Ask the replicas in turn (an unreachable one is set aside); the first answer counts."""
-        error: Exception | None = None
-        for replica in self.replicas.candidates():
-            try:
-                return self._count_at(replica.root, route, messages)
-            except self._httpx.TransportError as exc:
-                self.replicas.mark_down(replica, redact_text(f"{type(exc).__name__}: {exc}"))
-                error = exc
-        assert error is not None
-        raise error
-
-    def _count_at(self, root: str, route: str, messages: list[Message]) -> int | None:
-        if route == "vllm":
-            body: dict[str, Any] = {"model": self.model}
-            if self.prompt_style == "chat":
-                body.update(messages=messages, add_generation_prompt=True)
-            else:
-                body.update(prompt=completion_text(messages))
-            r = self._http.post(f"{root}/tokenize", json=body)
-        elif route == "llamacpp" and self.prompt_style == "completion":
-            r = self._http.post(f"{root}/extras/tokenize/count", json={"input": completion_text(messages)})
-        else:
-            return None  # llama-cpp-python's server tokenizes raw text only: chat prompts cannot be counted
-        if r.status_code in (404, 405):
-            return None
-        r.raise_for_status()
-        data = r.json()
-        if isinstance(data.get("max_model_len"), int) and self._info is not None:
-            self._info.max_model_len = data["max_model_len"]
-        return int(data["count"]) if "count" in data else None
+        return self.server.count_tokens(messages)
 
     # --- generation -----------------------------------------------------------------------------
 
-    def _error(self, exc: Exception, where: str | None = None) -> BackendError:
-        """The error to raise for a failed request; `where` is a shown URL, and the exception's own text
-        (which may hold the request's URL) is redacted too."""
-        o, url = self._openai, where or redact_url(self.base_url)
-        if isinstance(exc, o.APITimeoutError):
-            return BackendError(f"backend timed out at {url}")
-        if isinstance(exc, o.APIConnectionError):
-            return BackendError(redact_text(f"backend unreachable at {url}: {exc.__cause__ or exc}"))
-        if isinstance(exc, o.APIStatusError):
-            if exc.status_code in (429, 503):
-                retry = exc.response.headers.get("retry-after", "")
-                return BackendBusy(f"backend busy at {url}", retry_after=int(retry) if retry.isdigit() else 5)
-            return BackendError(redact_text(f"backend at {url} answered {exc.status_code}: {exc.message}"))
-        if isinstance(exc, self._httpx.TimeoutException):  # a read that outlasted the timeout mid-stream
-            return BackendError(f"backend timed out at {url}")
-        if isinstance(exc, self._httpx.HTTPError):  # raised while reading a stream: the connection broke
-            return BackendError(redact_text(f"backend connection lost at {url}: {type(exc).__name__}: {exc}"))
-        return BackendError(redact_text(f"backend error at {url}: {exc}"))
-
-    async def _amodel(self, replica: Replica) -> str:
-        if self.cfg.model:
-            return self.cfg.model
-        if self._info is None:
-            page = await replica.client.models.list(timeout=HEALTH_TIMEOUT_S)
-            self._remember([m.model_dump() for m in page.data], replica.shown_url)
-        assert self._info is not None
-        return self._info.model
-
     async def _open(self, replica: Replica, messages: list[Message], params: GenParams) -> Any:
         args: dict[str, Any] = dict(
-            model=await self._amodel(replica), max_tokens=params.max_tokens, temperature=params.temperature, stream=True
+            model=await self.server.served_model(replica), max_tokens=params.max_tokens, temperature=params.temperature, stream=True
         )
         if params.stop:
             args["stop"] = params.stop[:4]  # the OpenAI API accepts at most four
@@ -307,19 +105,19 @@ class OpenAIBackend:
                 response = await self._open(candidate, messages, params)
             except (o.APIConnectionError, o.APITimeoutError) as exc:  # not reached: nothing was generated
                 self.replicas.release(candidate)
-                self.replicas.mark_down(candidate, str(self._error(exc, candidate.shown_url)))
-                failure = self._error(exc, candidate.shown_url if len(self.replicas.all) == 1 else self._where())
+                self.replicas.mark_down(candidate, str(request_error(exc, candidate.shown_url)))
+                failure = request_error(exc, candidate.shown_url if len(self.replicas.all) == 1 else self.replicas.shown)
                 continue
             except o.APIError as exc:
                 self.replicas.release(candidate)
-                raise self._error(exc, candidate.shown_url) from exc
+                raise request_error(exc, candidate.shown_url) from exc
             except BaseException:
                 self.replicas.release(candidate)
                 raise
             replica = candidate
             break
         if replica is None:
-            raise failure or BackendError(f"backend unreachable at {self._where()}")
+            raise failure or BackendError(f"backend unreachable at {self.replicas.shown}")
         chat = self.prompt_style == "chat"
         try:
             async for line in response.http_response.aiter_lines():
@@ -347,47 +145,17 @@ class OpenAIBackend:
         except (o.APIError, self._httpx.HTTPError) as exc:
             if isinstance(exc, (o.APIConnectionError, self._httpx.TransportError)):
                 self.replicas.mark_down(replica, redact_text(f"{type(exc).__name__}: {exc}"))
-            raise self._error(exc, replica.shown_url) from exc
+            raise request_error(exc, replica.shown_url) from exc
         finally:
             self.replicas.release(replica)
             await response.http_response.aclose()  # on early close too: the server sees the disconnect and aborts
 
-    async def _check(self, replica: Replica) -> tuple[Replica, Any]:
-        try:
-            page = await replica.client.models.list(timeout=HEALTH_TIMEOUT_S)
-        except self._openai.APIError as exc:
-            self.replicas.mark_down(replica, str(self._error(exc, replica.shown_url)))
-            return replica, self._error(exc, replica.shown_url)
-        self.replicas.mark_up(replica)
-        return replica, page
-
     async def health(self) -> BackendHealth:
         """GET /v1/models of every replica with a short timeout; BackendError when none can be reached."""
-        checks = await asyncio.gather(*(self._check(r) for r in self.replicas.all))
-        up = [(r, page) for r, page in checks if not isinstance(page, BackendError)]
-        down = [(r, err) for r, err in checks if isinstance(err, BackendError)]
-        if not up:
-            if len(down) == 1:
-                raise down[0][1]
-            raise BackendError("no replica can be reached: " + "; ".join(str(e) for _, e in down))
-        replica, page = up[0]
-        info = self._remember([m.model_dump() for m in page.data], replica.shown_url)
-        if self.cfg.model and self.cfg.model not in info.models:
-            return BackendHealth(ok=False, model=info.model, detail=f"model {info.model!r} not served by {replica.shown_url} (it serves: {', '.join(info.models)})")
-        detail = f"{replica.shown_url}, {self.prompt_style} prompts"
-        if len(self.replicas.all) > 1:
-            detail = f"{len(up)} of {len(self.replicas.all)} replicas up, {self.prompt_style} prompts"
-            if down:
-                detail += "; down: " + "; ".join(str(e) for _, e in down)
-        return BackendHealth(ok=True, model=info.model, detail=detail)
+        return await self.server.health()
 
     async def aclose(self) -> None:
-        self._http.close()
-        for replica in self.replicas.all:
-            try:
-                await replica.client.close()
-            except RuntimeError:  # its connections belonged to an event loop that is already closed
-                pass
+        await self.server.aclose()
 
 
 class RemoteAnswer:

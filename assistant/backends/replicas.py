@@ -55,6 +55,12 @@ class Replicas:
         self._ticks = itertools.count(1)
         self._lock = threading.Lock()
 
+    @property
+    def shown(self) -> str:
+        """The replica(s) as a message may name them (no password, no query values)."""
+        urls = [r.shown_url for r in self.all]
+        return urls[0] if len(urls) == 1 else "any of " + ", ".join(urls)
+
     def candidates(self) -> list[Replica]:
         """Replicas in the order to try them: those up by fewest in flight, then those set aside."""
         with self._lock:

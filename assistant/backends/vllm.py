@@ -88,7 +88,7 @@ class VLLMBackend:
             )
             self._client_port = self.process.port
             if old is not None:
-                old._http.close()
+                old.server.close_sync_client()
         return self._client
 
     @property

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from indexes import migrations
-from indexes.copy import CopyError, copy_store, table_counts
+from indexes.store_copy import CopyError, copy_store, table_counts
 from indexes.db import driver, make_store_engine
 from indexes.factory import embedder_from, retriever_from
 from indexes.pg import is_postgres_url

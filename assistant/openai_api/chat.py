@@ -86,7 +86,7 @@ def stop_list(stop: str | list[str] | None) -> list[str]:
     return stops
 
 
-def answer_tokens(req: ChatCompletionRequest, settings: Settings) -> int:
+def answer_token_budget(req: ChatCompletionRequest, settings: Settings) -> int:
     """The answer's token budget: what the client asks for, at most the server's `generation.max_tokens`."""
     cap = settings.generation.max_tokens
     asked = req.max_completion_tokens or req.max_tokens
@@ -120,7 +120,7 @@ async def start_chat(req: ChatCompletionRequest, services: Services) -> ChatRun:
     messages = conversation(req.messages)
     stops = stop_list(req.stop)
     settings = services.settings
-    max_tokens = answer_tokens(req, settings)
+    max_tokens = answer_token_budget(req, settings)
     if services.backend is None:
         raise OpenAIError(503, "no backend is configured", "server_error", "no_backend")
     gen = settings.generation.model_copy(

@@ -22,7 +22,9 @@ from assistant.services import Services
 from assistant.telemetry import Telemetry
 
 
-class Turn(BaseModel):
+class HistoryTurn(BaseModel):
+    """An earlier turn of the conversation, sent by the client (a saved conversation's come from `conversation_id`)."""
+
     role: str = Field(pattern="^(user|assistant)$")
     content: str = Field(max_length=20000)
 
@@ -57,7 +59,7 @@ class AskRequest(BaseModel):
     collection: str | None = Field(None, max_length=64)
     collections: list[Annotated[str, Field(max_length=64)]] | None = Field(None, max_length=16)
     k: int | None = Field(None, ge=1, le=50)
-    history: list[Turn] = Field(default_factory=list, max_length=20)
+    history: list[HistoryTurn] = Field(default_factory=list, max_length=20)
     filters: Filters | None = None
     conversation_id: int | None = Field(None, ge=1, le=MAX_ROW_ID, description="a saved conversation to continue (its turns are the history)")
 
