@@ -14,6 +14,7 @@ from assistant.app import create_app
 from evals.local_server import serve_in_thread
 from assistant.services import Services
 from indexes.store import Store
+from tests.support.sse import parse_sse
 from tests.support.stores import write_pages
 
 PAGES = {
@@ -30,15 +31,6 @@ def fill(store: Store, embedder) -> None:
 @pytest.fixture
 def services(settings_factory, make_services, embedder):
     return make_services(settings_factory(), lambda store: fill(store, embedder))
-
-
-def parse_sse(body: str) -> list[tuple[str, dict]]:
-    events = []
-    for block in body.replace("\r\n", "\n").strip().split("\n\n"):
-        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
-        if "event" in fields:
-            events.append((fields["event"], json.loads(fields.get("data", "{}"))))
-    return events
 
 
 async def test_ask_streams_tokens_then_cited_sources_then_done(client):

@@ -11,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import threading
-import time
 import uuid
 
 import httpx
@@ -23,7 +22,9 @@ from evals.local_server import serve_in_thread
 from indexes.jobs import Jobs
 from indexes.store import Store
 from ingest.worker import Worker
+from tests.support.sse import parse_sse
 from tests.support.stores import write_pages
+from tests.support.wait import wait_until
 
 PAGES = {f"p{i}.md": (f"Page {i}", f"Topic {i}: the kettle on floor {i} is descaled every {i + 2} weeks.") for i in range(30)}
 
@@ -55,15 +56,6 @@ def test_a_damaged_faiss_file_is_rebuilt_on_start_with_the_same_results(tmp_path
         again.store.close()
 
 
-def events_of(body: str) -> list[tuple[str, dict]]:
-    out = []
-    for block in body.replace("\r\n", "\n").strip().split("\n\n"):
-        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
-        if "event" in fields:
-            out.append((fields["event"], json.loads(fields.get("data", "{}"))))
-    return out
-
-
 @pytest.mark.slow
 def test_the_backend_killed_mid_answer_ends_the_stream_with_an_error_and_the_next_answer_works(
         gguf_path, tmp_path, settings_factory, make_services, embedder):
@@ -86,13 +78,14 @@ def test_the_backend_killed_mid_answer_ends_the_stream_with_an_error_and_the_nex
                     if line.startswith("event: token") and len(seen) > 6:
                         engine.proc.send_signal(signal.SIGKILL)  # mid-stream
                         engine.proc.wait()
-            events = events_of("\n".join(seen))
+            events = parse_sse("\n".join(seen))
             assert events[-1][0] == "error", events[-3:]
             assert httpx.get(f"{server.url}/health", timeout=30).status_code == 503
             engine.start()
-            time.sleep(1.5)  # a replica that failed is skipped for retry_unhealthy_s
+            (replica,) = services.backend.replicas.all
+            wait_until(lambda: replica.up, timeout=30, what="the failed replica coming due for a retry (retry_unhealthy_s)")
             r = httpx.post(f"{server.url}/api/ask", json=body | {"question": "Which floor has a kettle?"}, timeout=120)
-            assert r.status_code == 200 and events_of(r.text)[-1][0] == "done", events_of(r.text)[-2:]
+            assert r.status_code == 200 and parse_sse(r.text)[-1][0] == "done", parse_sse(r.text)[-2:]
             assert httpx.get(f"{server.url}/health", timeout=30).status_code == 200
     finally:
         engine.stop()
@@ -182,7 +175,7 @@ def test_a_full_disk_during_ingest_loses_nothing_and_the_job_completes_later(tmp
 
 
 @pytest.mark.slow
-def test_a_worker_waits_out_a_full_disk_and_then_runs_the_job(tmp_path, small_disk, settings_factory, embedder):
+def test_a_worker_waits_out_a_full_disk_and_then_runs_the_job(tmp_path, small_disk, settings_factory, embedder, caplog):
     """The server's background worker is started once: a full disk must not end it."""
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -196,14 +189,13 @@ def test_a_worker_waits_out_a_full_disk_and_then_runs_the_job(tmp_path, small_di
     thread = threading.Thread(target=worker.run, name="worker", daemon=True)
     thread.start()
     try:
-        time.sleep(3)
+        wait_until(lambda: [r for r in caplog.records if "cannot be written to" in r.getMessage()],
+                   accept=lambda refused: len(refused) >= 2, timeout=60, what="the worker meeting the full disk twice")
         assert thread.is_alive()
         assert jobs.progress(job.id)["status"] in ("pending", "running")
         (small_disk / "filler").unlink()
-        deadline = time.monotonic() + 60
-        while jobs.progress(job.id)["status"] != "done" and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert jobs.progress(job.id)["status"] == "done", jobs.progress(job.id)
+        wait_until(lambda: jobs.progress(job.id), accept=lambda p: p["status"] == "done", timeout=60, interval=0.2,
+                   what="the job running once the disk has room")
         assert thread.is_alive()
     finally:
         worker.stop.set()

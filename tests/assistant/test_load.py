@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -18,6 +17,7 @@ from assistant.app import create_app
 from evals.local_server import serve_in_thread
 from indexes.apikeys import create_key
 from tests.support.stores import write_pages
+from tests.support.wait import wait_until
 
 SECONDS = float(os.environ.get("ASSISTANT_TEST_LOAD_SECONDS", "5"))
 CLIENTS = 200
@@ -47,7 +47,8 @@ def under_load(services, label: str) -> dict:
         before = rss_mb()
         result = load(server.url, SECONDS)
         peak = rss_mb()
-        time.sleep(2)
+        wait_until(lambda: services.in_flight, accept=lambda n: n == 0, timeout=60,
+                   what="the server ending every answer of the load")
         gc.collect()
         after = rss_mb()
     result.update(rss_before_mb=round(before), rss_end_of_load_mb=round(peak), rss_after_mb=round(after))

@@ -18,6 +18,7 @@ from evals.local_server import serve_in_thread
 from indexes.store import Store
 from ingest.worker import Worker
 from tests.support.stores import write_pages
+from tests.support.wait import wait_until
 
 FACT = "The Zephyrine archive is opened with the brass key kept in cabinet forty-two."
 QUESTION = {"q": "which key opens the Zephyrine archive", "collection": "wiki", "k": 3}
@@ -68,14 +69,11 @@ def test_two_replicas_share_one_store(settings_factory, embedder, pg_url, tmp_pa
             with upload.open("rb") as fh:
                 job = httpx.post(f"{a}/api/collections/wiki/documents", files={"file": ("archive.md", fh)},
                                  headers={"X-Requested-By": "test"}, timeout=30).json()
-            deadline = time.monotonic() + 120
-            while httpx.get(f"{a}/api/jobs/{job['job']}", timeout=30).json()["status"] != "done":
-                assert time.monotonic() < deadline, "the upload was not ingested"
-                time.sleep(0.1)
+            wait_until(lambda: httpx.get(f"{a}/api/jobs/{job['job']}", timeout=30).json()["status"],
+                       accept=lambda status: status == "done", timeout=120, interval=0.1, what="the upload's ingestion")
             ingested = time.monotonic()
-            while paths_found(b)[:1] != ["archive.md"]:
-                assert time.monotonic() - ingested < 2.0, "replica B did not find the new document within 2 s"
-                time.sleep(0.05)
+            wait_until(lambda: paths_found(b)[:1], accept=lambda top: top == ["archive.md"], timeout=2.0,
+                       what="replica B finding the new document within 2 s of its ingestion")
             print(f"\nthe document ingested through A was found through B after {time.monotonic() - ingested:.3f} s")
             answer = httpx.post(f"{b}/api/ask", json={"question": QUESTION["q"], "collections": ["wiki"]}, timeout=60)
             assert answer.status_code == 200 and "archive.md" in answer.text

@@ -120,6 +120,7 @@ def test_questions_hit_rates(store, embedder, questions_file):
 
 
 def test_file_mrr_and_whether_the_cited_lines_hold_the_symbol(store, embedder, tmp_path):
+    from indexes.location import Location
     from indexes.store import NewChunk, SourceInfo
 
     from evals.eval_questions import definition_lines
@@ -128,8 +129,9 @@ def test_file_mrr_and_whether_the_cited_lines_hold_the_symbol(store, embedder, t
     (tmp_path / "app.py").write_text(source)
     assert definition_lines(source, "Flask.make_response") == [8]
     coll = store.ensure_collection("code", embedder.name, embedder.dim)
-    chunks = [NewChunk(text="def helper():\n    return 1", line_start=4, line_end=5, symbol="helper"),
-              NewChunk(text="def make_response(rv):\n    return rv", line_start=8, line_end=9, symbol="make_response")]
+    chunks = [NewChunk(text="def helper():\n    return 1", location=Location(line_start=4, line_end=5, symbol="helper")),
+              NewChunk(text="def make_response(rv):\n    return rv",
+                       location=Location(line_start=8, line_end=9, symbol="make_response"))]
     store.write_document(coll, SourceInfo(path="app.py", title="app.py", kind="py"), chunks,
                          embedder.embed([c.text for c in chunks]))
     questions = [Question("make_response", "app.py", symbol="make_response"),

@@ -7,6 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from indexes.lexical import query_terms
+from indexes.location import Location
 from indexes.store import NewChunk, SourceInfo, Store, StoreError
 from tests.indexes.test_store import unit
 
@@ -57,16 +58,19 @@ def test_the_title_and_headings_weigh_more_than_the_body(pg_store):
           seed=1)
     write(pg_store, "titled.md", [NewChunk(text="Something about deployments in passing.")], title="Kubernetes",
           seed=2)
-    write(pg_store, "heading.md", [NewChunk(text="Something about deployments in passing.", heading_path="Kubernetes")],
+    write(pg_store, "heading.md",
+          [NewChunk(text="Something about deployments in passing.", location=Location(heading_path="Kubernetes"))],
           title="Other", seed=3)
     assert top_paths(pg_store, "kubernetes") == ["titled.md", "heading.md", "body.md"]
 
 
 def test_identifiers_match_by_their_parts_and_dotted_names_by_their_words(pg_store):
-    write(pg_store, "src/flask/app.py", [NewChunk(text="def make_response(self, rv):\n    return rv", symbol="make_response")],
+    write(pg_store, "src/flask/app.py",
+          [NewChunk(text="def make_response(self, rv):\n    return rv", location=Location(symbol="make_response"))],
           kind="py", seed=1)
     write(pg_store, "src/flask/json/provider.py",
-          [NewChunk(text="class DefaultJSONProvider(JSONProvider):\n    pass", symbol="DefaultJSONProvider")],
+          [NewChunk(text="class DefaultJSONProvider(JSONProvider):\n    pass",
+                    location=Location(symbol="DefaultJSONProvider"))],
           kind="py", seed=2)
     write(pg_store, "docs/api.md", [NewChunk(text="See flask.Flask for the application object.")], seed=3)
     assert top_paths(pg_store, "make response")[0] == "src/flask/app.py"
@@ -125,7 +129,7 @@ def test_the_setting_refuses_a_sqlite_store_with_a_clear_message(tmp_path, setti
 
 
 def test_a_store_copied_into_postgres_gets_its_search_columns(tmp_path, pg_url):
-    from indexes.copy import copy_store
+    from indexes.store_copy import copy_store
 
     source = Store(tmp_path / "sqlite")
     write(source, "a.md", [NewChunk(text="the copied walrus chapter")], seed=1)

@@ -2,6 +2,7 @@
 
 import pytest
 
+from indexes.location import Location
 from indexes.retrieve import Retriever, fts_query, rrf, snippet_of
 from indexes.store import NewChunk, SourceInfo, StoreError
 
@@ -16,7 +17,8 @@ DOCS = {
 def retriever(store, embedder):
     coll = store.ensure_collection("docs", embedder.name, embedder.dim)
     for path, (title, texts) in DOCS.items():
-        chunks = [NewChunk(text=t, heading_path=title, line_start=1 if path.endswith(".py") else None, line_end=2 if path.endswith(".py") else None) for t in texts]
+        lines = dict(line_start=1, line_end=2) if path.endswith(".py") else {}
+        chunks = [NewChunk(text=t, location=Location(heading_path=title, **lines)) for t in texts]
         store.write_document(coll, SourceInfo(path=path, title=title, kind=path.rsplit(".", 1)[1]), chunks, embedder.embed(texts))
     return Retriever(store, embedder)
 
@@ -93,7 +95,8 @@ def test_source_prior_puts_the_defining_file_first(store, embedder):
                        "    return self.response_class(rv)", 10, "Flask.make_response"),
     }
     for path, (title, text, line, symbol) in docs.items():
-        chunk = NewChunk(text=text, line_start=line, line_end=line + 3 if line else None, symbol=symbol)
+        where = Location(line_start=line, line_end=line + 3 if line else None, symbol=symbol)
+        chunk = NewChunk(text=text, location=where)
         store.write_document(coll, SourceInfo(path=path, title=title, kind=path.rsplit(".", 1)[1]), [chunk],
                              embedder.embed([text]))
     query = "Where is make_response implemented?"

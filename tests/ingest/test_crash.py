@@ -20,6 +20,7 @@ from indexes.store import Store
 from ingest.parse import parse
 from ingest.sources import walk
 from ingest.split import split
+from tests.support.wait import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.long]
 
@@ -81,15 +82,14 @@ def test_sigkill_at_random_points_loses_and_duplicates_nothing(tmp_path, embedde
     with open(tmp_path / "worker.log", "wb") as log:
         for attempt, point in enumerate(points, start=1):
             proc = start_worker(data, log)
-            deadline = time.monotonic() + 300
-            while True:
-                info = progress(data, job.id)
+
+            def at_the_point(info: dict) -> bool:
                 # this worker has taken the job over (it may start past the point: then it dies at once)
-                if (info["attempts"] == attempt and info["files_done"] >= point) or proc.poll() is not None:
-                    break
-                assert time.monotonic() < deadline, f"no progress to {point} files (seed {seed})"
-                time.sleep(0.02)
-            time.sleep(rng.uniform(0, 0.25))  # anywhere: parsing, embedding, inside a commit, saving FAISS
+                return (info["attempts"] == attempt and info["files_done"] >= point) or proc.poll() is not None
+
+            wait_until(lambda: progress(data, job.id), accept=at_the_point, timeout=300, interval=0.02,
+                       what=f"worker {attempt} reaching {point} files (seed {seed})")
+            time.sleep(rng.uniform(0, 0.25))  # time is the subject: the kill lands anywhere (parsing, embedding, a commit, FAISS)
             proc.kill()
             proc.wait()
             killed_at.append(progress(data, job.id)["files_done"])
@@ -126,20 +126,17 @@ def test_sigkill_at_random_points_loses_and_duplicates_nothing(tmp_path, embedde
         assert np.array_equal(ids, np.array(sorted(r[3] for r in rows)))
     finally:
         store.close()
-    assert not leftover_processes(tmp_path), "parser processes of killed workers are still running"
+    wait_until(lambda: processes_in(tmp_path), accept=lambda alive: not alive, timeout=5, interval=0.2,
+               what="the parser processes of the killed workers ending with them")
 
 
-def leftover_processes(cwd: Path, wait_s: float = 5.0) -> list[int]:
-    """Processes still running in cwd (each killed worker's parser process must end with it)."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        alive = []
-        for proc in Path("/proc").iterdir():
-            try:
-                if proc.name.isdigit() and Path(proc, "cwd").resolve() == cwd.resolve():
-                    alive.append(int(proc.name))
-            except OSError:
-                continue
-        if not alive or time.monotonic() > deadline:
-            return alive
-        time.sleep(0.2)
+def processes_in(cwd: Path) -> list[int]:
+    """Processes running in cwd (each killed worker's parser process must end with it)."""
+    alive = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and Path(proc, "cwd").resolve() == cwd.resolve():
+                alive.append(int(proc.name))
+        except OSError:
+            continue
+    return alive

@@ -11,6 +11,7 @@ from ingest.elements import ParseError
 from ingest.parse_pool import ParsePool
 from ingest.chunking import TokenCounter, parse_and_split
 from ingest.sources import walk
+from tests.support.wait import wait_until
 
 PAGE = "# Leave\n\nYou get 25 days of annual leave.\n\n## Booking\n\nBook leave in the HR tool two weeks ahead.\n"
 
@@ -55,7 +56,6 @@ def test_the_child_ends_when_its_parent_is_killed(tmp_path):
     """A worker killed with SIGKILL must not leave its parser process behind."""
     import subprocess
     import sys
-    import time
 
     code = ("from ingest.parse_pool import ParsePool\n"
             "p = ParsePool.shared(); p.warm()\n"
@@ -66,14 +66,15 @@ def test_the_child_ends_when_its_parent_is_killed(tmp_path):
     os.kill(child, 0)  # alive
     parent.kill()
     parent.wait()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def gone() -> bool:
         try:
             os.kill(child, 0)
         except ProcessLookupError:
-            return
-        time.sleep(0.2)
-    pytest.fail("the parser process outlived its parent")
+            return True
+        return False
+
+    wait_until(gone, timeout=10, interval=0.2, what="the parser process ending with its parent")
 
 
 def test_token_counts_through_the_rust_tokenizer_match_the_python_one(embedder):

@@ -18,6 +18,7 @@ from sqlalchemy import text
 from indexes.jobs import Jobs
 from indexes.lease import FileLeases
 from indexes.store import Store
+from tests.support.wait import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = int(os.environ.get("ASSISTANT_TEST_SHARED_FILES", "600"))
@@ -34,16 +35,6 @@ def start_worker(data_dir: Path, url: str) -> subprocess.Popen:
                             stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
 
 
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_leases_hand_out_disjoint_files_and_take_back_expired_ones(tmp_path, pg_url):
     store = Store(tmp_path / "d", database_url=pg_url)
     jobs, leases = Jobs(store.engine), FileLeases(store.engine, lease_s=0.5)
@@ -55,9 +46,10 @@ def test_leases_hand_out_disjoint_files_and_take_back_expired_ones(tmp_path, pg_
     assert len(a) == 6 and len(b) == 4 and not {p for p, _ in a} & {p for p, _ in b}
     assert leases.claim(job.id, "c", 5) == []
     jobs.record(job.id, [FileState(p, "done") for p, _ in b])
-    time.sleep(0.7)  # a stopped renewing: its files go to the next claimant; b's finished files never do
+    # a stopped renewing: its files go to the next claimant once its lease ends; b's finished files never do
+    taken = wait_until(lambda: leases.claim(job.id, "c", 10), timeout=30, what="a's expired lease handing its files on")
+    assert sorted(p for p, _ in taken) == sorted(p for p, _ in a)
     assert leases.renew(job.id, "b") == 0
-    assert sorted(p for p, _ in leases.claim(job.id, "c", 10)) == sorted(p for p, _ in a)
     assert leases.unfinished(job.id) == 6 and leases.release(job.id, "c") == 6
     store.close()
 
@@ -82,14 +74,16 @@ def test_four_workers_two_killed_lose_nothing_and_double_nothing(tmp_path, pg_ur
     workers = [start_worker(tmp_path / f"w{i}", pg_url) for i in range(4)]
     try:
         started = time.monotonic()
-        wait_for(lambda: jobs.progress(job.id)["files_done"] >= FILES // 5, 300, f"{FILES // 5} files")
+        wait_until(lambda: jobs.progress(job.id)["files_done"], accept=lambda n: n >= FILES // 5, timeout=300,
+                   interval=0.2, what=f"the workers ingesting {FILES // 5} files")
         for w in workers[:2]:
             w.send_signal(signal.SIGKILL)
             w.wait()
         held = store.engine.connect().execute(text(
             "SELECT count(*) FROM ingestfile WHERE state IN ('parsing', 'embedding')")).scalar_one()
         workers[:2] = [start_worker(tmp_path / f"w{i}-again", pg_url) for i in range(2)]
-        info = wait_for(lambda: (p := jobs.progress(job.id))["status"] in ("done", "failed") and p, 400, "the job")
+        info = wait_until(lambda: jobs.progress(job.id), accept=lambda p: p["status"] in ("done", "failed"), timeout=400,
+                          interval=0.2, what="the job ending")
         elapsed = time.monotonic() - started
     finally:
         for w in workers:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
 from evals.local_server import free_port
+from tests.support.wait import wait_until
 
 MODEL_ALIAS = "gemma-3-270m"
 
@@ -37,19 +37,18 @@ class LlamaServer:
         ]  # fmt: skip
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited with {self.proc.returncode}; see {self.log_path}")
-            try:
-                if httpx.get(f"{self.url}/models", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"llama_cpp.server did not become ready; see {self.log_path}")
-            time.sleep(0.2)
+        try:
+            wait_until(self._answers, timeout=timeout_s, interval=0.2, ignoring=(httpx.HTTPError,),
+                       what=f"llama_cpp.server answering /v1/models (log: {self.log_path})")
+        except AssertionError:
+            self.stop()
+            raise
+        return self
+
+    def _answers(self) -> bool:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"llama_cpp.server exited with {self.proc.returncode}; see {self.log_path}")
+        return httpx.get(f"{self.url}/models", timeout=2).status_code == 200
 
     def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:

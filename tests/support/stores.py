@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from indexes.location import Location
 from indexes.models import Collection
 from indexes.store import NewChunk, SourceInfo, Store
 
@@ -15,7 +16,7 @@ def write_pages(store: Store, embedder, collection: str, pages: Pages, *, headin
     coll = store.ensure_collection(collection, embedder.name, embedder.dim)
     for path, (title, body) in pages.items():
         texts = [body] if isinstance(body, str) else list(body)
-        chunks = [NewChunk(text=t, heading_path=title, anchor=f"s{i}") if headings else NewChunk(text=t)
+        chunks = [NewChunk(text=t, location=Location(heading_path=title, anchor=f"s{i}") if headings else Location())
                   for i, t in enumerate(texts)]
         store.write_document(coll, SourceInfo(path=path, title=title, kind="md"), chunks, embedder.embed(texts))
     return coll

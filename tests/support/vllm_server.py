@@ -7,8 +7,10 @@ manager, once per test module.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import httpx
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,3 +54,27 @@ def vllm_settings(**overrides) -> dict:
     }
     values.update(overrides)
     return values
+
+
+def running_requests(process) -> float:
+    """Requests a running VLLMProcess's engine is generating now (its /metrics gauge)."""
+    text = httpx.get(f"{process.base_url}/metrics", timeout=5).text
+    m = re.search(r"^vllm:num_requests_running\{[^}]*\} ([0-9.]+)$", text, re.M)
+    assert m, "vLLM's /metrics has the running-requests gauge"
+    return float(m.group(1))
+
+
+def finished_requests(process) -> dict[str, float]:
+    """Requests the engine has finished, by reason: stop, length (max_tokens), abort, error."""
+    text = httpx.get(f"{process.base_url}/metrics", timeout=5).text
+    found = re.findall(r'^vllm:request_success_total\{[^}]*finished_reason="(\w+)"[^}]*\} ([0-9.]+)$', text, re.M)
+    assert found, "vLLM's /metrics counts finished requests"
+    by_reason: dict[str, float] = {}
+    for reason, value in found:
+        by_reason[reason] = by_reason.get(reason, 0.0) + float(value)
+    return by_reason
+
+
+def completed_requests(process) -> float:
+    """Requests the engine finished by itself (a stop, max_tokens, an error): aborted ones are not among them."""
+    return sum(v for reason, v in finished_requests(process).items() if reason != "abort")

@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -20,6 +19,7 @@ import httpx
 import pytest
 
 from evals.local_server import free_port
+from tests.support.wait import wait_until
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -118,19 +118,18 @@ def running_server(root: Path, data: Path, env: dict, *, worker: bool = False) -
             procs.append(subprocess.Popen([*cmd, "worker", "--data-dir", str(data), "--exit-with-parent"],
                                           env=env, stdout=log, stderr=subprocess.STDOUT))
         base = f"http://127.0.0.1:{port}"
+
+        def healthy() -> bool:
+            if procs[0].poll() is not None:
+                pytest.fail(f"the server exited with {procs[0].returncode}:\n{log_path.read_text()}")
+            return httpx.get(f"{base}/health", timeout=2).status_code == 200
+
         try:
-            deadline = time.monotonic() + 180
-            while True:
-                if procs[0].poll() is not None:
-                    pytest.fail(f"the server exited with {procs[0].returncode}:\n{log_path.read_text()}")
-                try:
-                    if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline:
-                    pytest.fail(f"the server did not become healthy:\n{log_path.read_text()}")
-                time.sleep(0.3)
+            try:
+                wait_until(healthy, timeout=180, interval=0.2, ignoring=(httpx.TransportError,),
+                           what="the server answering /health")
+            except AssertionError as exc:
+                pytest.fail(f"{exc}\n{log_path.read_text()}")
             yield base
         finally:
             for proc in reversed(procs):

@@ -168,7 +168,7 @@ def test_hostile_document_and_answer_run_nothing_and_fetch_nothing(page, live_se
 
     page.reload()  # the stored conversation is drawn again from the server
     expect(page.locator(".turn").last.locator(".source-title").first).to_have_text(HOSTILE_TITLE)
-    page.wait_for_timeout(300)
+    page.wait_for_timeout(300)  # time is the subject: a fetch or a script from the reloaded turn would have started by now
     page.goto("/#documents")
     page.locator(".collection-card[data-name='hostile']").click()
     page.click("#delete-collection")
@@ -203,7 +203,7 @@ def test_the_sanitizer_keeps_nothing_that_fetches(browser, live_server):
           return [...box.querySelectorAll('*')].map((n) => n.outerHTML).filter((h) => /evil|javascript|data:|style/.test(h));
         }""")
         assert leftovers == []
-        page.wait_for_timeout(300)
+        page.wait_for_timeout(300)  # time is the subject: an image the sanitized markup asks for would be fetched by now
         assert foreign == [], f"sanitizing fetched: {foreign}"
     finally:
         context.close()
@@ -226,7 +226,7 @@ def test_the_api_docs_page_renders_offline_under_its_policy(browser, live_server
         assert page.locator(".opblock").count() > 20
         ask_operation.click()
         expect(page.locator(".opblock-post.is-open .try-out__btn")).to_be_visible()
-        page.wait_for_timeout(300)
+        page.wait_for_timeout(300)  # time is the subject: a late violation or fetch of the open operation would be reported by now
     finally:
         context.close()
     assert errors == [], errors

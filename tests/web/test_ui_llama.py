@@ -3,11 +3,10 @@ Stop and Esc really cancel (the server's in-flight count returns to 0), reload a
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import pytest
 
+from tests.support.wait import wait_until
 from tests.web.conftest import DOCS, assistant_command, base_env, ingest, running_server, strict_page, write_folder
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
@@ -43,13 +42,6 @@ def in_flight(base: str) -> int:
     return httpx.get(f"{base}/api/status", timeout=10).json()["backend"]["in_flight"]
 
 
-def wait_in_flight(base: str, value: int, timeout_s: float = 20) -> None:
-    deadline = time.monotonic() + timeout_s
-    while in_flight(base) != value:
-        assert time.monotonic() < deadline, f"in flight stayed at {in_flight(base)}, not {value}"
-        time.sleep(0.1)
-
-
 def start_answer(page, question: str) -> None:
     page.fill("#question", question)
     page.press("#question", "Enter")
@@ -65,12 +57,12 @@ def test_stop_and_escape_cancel_the_generation_on_the_server(llama_page, llama_w
     page.click("#stop")
     expect(page.locator(".turn-note").last).to_have_text("Stopped.")
     expect(page.locator("#ask")).to_be_enabled()
-    wait_in_flight(llama_web, 0)
+    wait_until(lambda: in_flight(llama_web), accept=lambda n: n == 0, timeout=20, what="the server ending the answer")
 
     start_answer(page, "List every tool a bicycle mechanic uses, one per line.")
     page.press("#question", "Escape")
     expect(page.locator(".turn-note")).to_have_count(2)
-    wait_in_flight(llama_web, 0)
+    wait_until(lambda: in_flight(llama_web), accept=lambda n: n == 0, timeout=20, what="the server ending the answer")
 
 
 def test_real_answer_streams_then_reload_and_follow_up(llama_page, llama_web):
@@ -98,4 +90,4 @@ def test_real_answer_streams_then_reload_and_follow_up(llama_page, llama_web):
     expect(page.locator(".answer").last).to_have_attribute("aria-busy", "false", timeout=ANSWER_TIMEOUT_MS)
     turns = httpx.get(f"{llama_web}/api/conversations/{conversation_id}").json()["turns"]
     assert [t["question"] for t in turns] == ["How often should the starter be fed?", "And the bulk fermentation?"]
-    wait_in_flight(llama_web, 0)
+    wait_until(lambda: in_flight(llama_web), accept=lambda n: n == 0, timeout=20, what="the server ending the answer")

@@ -22,7 +22,7 @@ from assistant.answers.followup import checked_rewrite, content_words, fallback_
 from assistant.services import Services
 from indexes.conversations import add_turn, create_conversation, list_turns
 from indexes.store import Store
-from tests.assistant.test_app import parse_sse
+from tests.support.sse import openai_chunks, parse_sse
 from tests.support.stores import write_pages
 
 from tests.conftest import REPO
@@ -244,7 +244,7 @@ async def test_openai_chat_completions_continue_a_conversation(client):
     r = await client.post("/v1/chat/completions", json={**body, "messages": [{"role": "user", "content": FOLLOW_UP}],
                                                          "stream": True})
     assert r.status_code == 200, r.text
-    last = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: {")][-1]
+    last = openai_chunks(r.text)[-1]
     assert last["conversation_id"] == conv["id"]
     assert paths(last["sources"])[0] == "it/vpn.md", "the follow-up found the first turn's document"
     turns = (await client.get(f"/api/conversations/{conv['id']}")).json()["turns"]

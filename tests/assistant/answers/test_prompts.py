@@ -7,7 +7,8 @@ import pytest
 from assistant.backends.base import GenParams, completion_text
 from assistant.backends.factory import create_backend
 from assistant.backends.echo import EchoBackend
-from assistant.answers.prompts import COMPLETION_PREFIX, SYSTEM_PROMPT, PromptTooLong, build_prompt
+from assistant.answers.prompts import COMPLETION_PREFIX, SYSTEM_PROMPT, PromptTooLong, build_prompt, prompt_location
+from indexes.location import FIELDS, Location
 from indexes.retrieve import Hit
 
 WORDS = "the quick brown fox jumps over the lazy dog while reading configuration files carefully".split()
@@ -21,7 +22,8 @@ def hit(i: int, n_words: int = 60, **kw) -> Hit:
         line_start=None, line_end=None, symbol="", score=1.0 / (i + 1),
     )
     values.update(kw)
-    return Hit(**values)
+    place = {name: values.pop(name) for name in FIELDS}
+    return Hit(**values, location=Location(**place))
 
 
 def test_chat_prompt_layout(settings_factory):
@@ -36,6 +38,13 @@ def test_chat_prompt_layout(settings_factory):
     assert p.sources_used == hits and p.stop == [] and not p.truncated
     assert p.prompt_tokens == backend.count_tokens(p.messages) <= p.budget == backend.context_window - 64 - 8
 
+
+def test_prompt_location_names_pages_and_lines():
+    assert prompt_location("docs/a.md", Location(heading_path="Guide", anchor="guide")) == "docs/a.md"
+    assert prompt_location("a.pdf", Location(page=3)) == "a.pdf:p.3"
+    assert prompt_location("src/app.py", Location(line_start=10, line_end=42)) == "src/app.py:10-42"
+    assert prompt_location("src/app.py", Location(line_start=10)) == "src/app.py:10-10"
+    assert prompt_location("a.pdf", Location(page=2, line_start=5, line_end=9)) == "a.pdf:p.2:5-9"
 
 def test_completion_prompt_layout_and_stops():
     backend = EchoBackend(context_window=2048, prompt_style="completion")

@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from assistant.answers.question_file import question_id, read_answered, read_que
 from assistant.cli import main
 from indexes.store import Store
 from tests.assistant.test_app import fill
+from tests.support.wait import wait_until
 
 from tests.conftest import REPO
 
@@ -144,19 +144,9 @@ def vllm_process():
         proc.stop()
 
 
-def finished_by_engine(process) -> float:
-    """Requests the engine finished itself (stop or length), from its /metrics: aborted ones excluded."""
-    import httpx
-
-    text = httpx.get(f"{process.base_url}/metrics", timeout=5).text
-    found = re.findall(r'^vllm:request_success_total\{[^}]*finished_reason="(\w+)"[^}]*\} ([0-9.]+)$', text, re.M)
-    assert found, "vLLM's /metrics counts finished requests"
-    return sum(float(v) for reason, v in found if reason != "abort")
-
-
 @pytest.mark.slow
 def test_vllm_batch_of_50_killed_halfway_then_resumed(vllm_process, tmp_path, embedder):
-    from tests.support.vllm_server import SERVED_NAME
+    from tests.support.vllm_server import SERVED_NAME, completed_requests, running_requests
 
     data_dir = tmp_path / "data"
     store = Store(data_dir)
@@ -173,22 +163,22 @@ def test_vllm_batch_of_50_killed_halfway_then_resumed(vllm_process, tmp_path, em
     cmd = [sys.executable, "-m", "assistant.cli", "batch", str(path), "--data-dir", str(data_dir), "--collection", "handbook",
            "--out", str(out), "--concurrency", "8", "-k", "2"]  # fmt: skip
 
+    def answers_written() -> int:
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        return out.read_text(encoding="utf-8").count("\n") if out.exists() else 0
+
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 400
-        while time.monotonic() < deadline and proc.poll() is None:
-            if out.exists() and out.read_text(encoding="utf-8").count("\n") >= 25:
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        wait_until(answers_written, accept=lambda n: n >= 25, timeout=400, what="the batch writing 25 answers")
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
-    time.sleep(2)  # the engine sees the dropped connections and aborts those requests
+    wait_until(lambda: running_requests(vllm_process), accept=lambda n: n == 0, timeout=60,
+               what="the engine aborting the killed batch's requests")
     kept = set(read_answered(out))
     assert 25 <= len(kept) < 50
 
-    before = finished_by_engine(vllm_process)
+    before = completed_requests(vllm_process)
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=500)
     assert done.returncode == 0, done.stderr[-3000:]
     rest = 50 - len(kept)
@@ -196,7 +186,7 @@ def test_vllm_batch_of_50_killed_halfway_then_resumed(vllm_process, tmp_path, em
                   r"([0-9.]+) tokens/s aggregate", done.stdout)  # fmt: skip
     assert m, done.stdout
     assert (int(m.group(1)), int(m.group(2))) == (rest, len(kept))
-    assert finished_by_engine(vllm_process) - before == rest  # only the rest went to the engine
+    assert completed_requests(vllm_process) - before == rest  # only the rest went to the engine
     records = out_records(out)
     ids = [r["id"] for r in records]
     assert sorted(ids) == sorted(f"q{i}" for i in range(50)) and len(ids) == len(set(ids))  # each question once

@@ -13,6 +13,7 @@ from assistant.answers.prompts import build_prompt
 from assistant.answers.rag import answer, prepare
 from indexes.retrieve import Retriever
 from tests.support.stores import write_pages
+from tests.support.wait import async_wait_until
 from evals.local_server import free_port
 
 DOCS = {
@@ -131,9 +132,8 @@ async def test_busy_backend_is_raised_before_any_event(retriever, settings_facto
     assert first.type == "token"
     waiting = answer("Who hands out laptops?", "handbook", **ask)
     waiting_first = asyncio.create_task(anext(waiting))
-    with anyio.fail_after(60):
-        while llama.queued < 2:
-            await asyncio.sleep(0.01)
+    await async_wait_until(lambda: llama.queued, accept=lambda n: n >= 2, timeout=60, interval=0.01,
+                           what="the second request waiting in the queue")
     refused = answer("When does leave accrue?", "handbook", **ask)
     with pytest.raises(BackendBusy):
         await anext(refused)

@@ -18,10 +18,11 @@ from assistant.cli import main
 from assistant.services import Services
 from assistant.settings import SummarySettings
 from assistant.answers.summarize import SummaryError, merged, section_part, summarize_document, summary_events, without_overlap
+from indexes.location import Location
 from indexes.store import NewChunk, SourceInfo, Store
 from indexes.summaries import Section, find_document, get_document_info
-from tests.assistant.test_app import parse_sse
 from tests.conftest import shared_path
+from tests.support.sse import parse_sse
 
 SENTENCE = "The observatory logs the weather of night {n} with the dome temperature and the seeing in arcseconds."
 LINES_PER_CHUNK = 4
@@ -33,7 +34,7 @@ def report_chunks(n_chunks: int) -> list[NewChunk]:
     for i in range(n_chunks):
         start = i * LINES_PER_CHUNK + 1
         text = "\n".join(SENTENCE.format(n=start + j) for j in range(LINES_PER_CHUNK))
-        chunks.append(NewChunk(text=text, line_start=start, line_end=start + LINES_PER_CHUNK - 1))
+        chunks.append(NewChunk(text=text, location=Location(line_start=start, line_end=start + LINES_PER_CHUNK - 1)))
     return chunks
 
 
@@ -45,7 +46,7 @@ def report_store(tmp_path, embedder):
     chunks = report_chunks(40)
     store.write_document(coll, SourceInfo(path="reports/nights.md", root=str(tmp_path / "src"), title="Night log",
                                           kind="md", sha256="a" * 64), chunks, embedder.embed([c.text for c in chunks]))  # fmt: skip
-    note = [NewChunk(text="The dome opens at dusk.", line_start=1, line_end=1)]
+    note = [NewChunk(text="The dome opens at dusk.", location=Location(line_start=1, line_end=1))]
     store.write_document(coll, SourceInfo(path="notes/dome.md", title="Dome", kind="md", sha256="b" * 64), note,
                          embedder.embed([note[0].text]))  # fmt: skip
     yield store

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-import anyio
 import httpx
 import pytest
 from litestar.testing import AsyncTestClient
@@ -20,6 +19,7 @@ from assistant.services import Services
 from indexes.store import Store
 from tests.support.stores import write_pages
 from tests.support.llama_server import LlamaServer
+from tests.support.wait import async_wait_until
 
 QUESTION = [{"role": "user", "content": "Question: What is the capital of France?\nAnswer:"}]
 COUNTING = [{"role": "user", "content": "Count from one to five hundred: one, two, three,"}]
@@ -99,7 +99,8 @@ async def test_with_one_replica_stopped_every_request_succeeds_and_it_is_found_a
                 assert stopped.url in health["backend"]["detail"]
 
                 stopped.start()  # the same port, as a restarted server
-                await anyio.sleep(1.1)  # retry_unhealthy_s has passed
+                await async_wait_until(lambda: restarted.up, timeout=30,
+                                       what="the set-aside replica coming due for a retry (retry_unhealthy_s)")
                 served = restarted.served
                 answers = await asyncio.gather(*(ask() for _ in range(4)))
                 assert all("event: done" in a for a in answers), answers

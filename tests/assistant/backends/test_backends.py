@@ -11,6 +11,7 @@ from assistant.backends.base import BackendBusy, BackendError, GenParams, comple
 from assistant.backends.factory import create_backend
 from evals.local_server import free_port
 from tests.support.llama_server import MODEL_ALIAS as SERVER_MODEL
+from tests.support.wait import async_wait_until
 
 QUESTION = [{"role": "user", "content": "Context:\n[1] France — geo/france.md\nThe capital of France is Paris.\n\n"
              "Question: What is the capital of France?\nAnswer:"}]
@@ -95,9 +96,8 @@ async def test_llama_second_request_waits_and_a_full_queue_is_busy(llama):
         return pieces
 
     task = asyncio.create_task(run_second())
-    with anyio.fail_after(60):
-        while llama.queued < 2:
-            await asyncio.sleep(0.01)
+    await async_wait_until(lambda: llama.queued, accept=lambda n: n >= 2, timeout=60, interval=0.01,
+                           what="the second request waiting in the queue")
     assert second.thread is None  # admitted, waiting: not generating
     with pytest.raises(BackendBusy) as busy:  # max_queue=1: one waiting already
         llama.stream(QUESTION, GenParams(max_tokens=4))

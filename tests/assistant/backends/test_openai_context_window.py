@@ -15,7 +15,7 @@ from assistant.settings import OpenAISettings
 async def test_an_unreported_context_window_is_assumed_with_one_warning(llama_server, caplog):
     backend = OpenAIBackend(OpenAISettings(base_url=llama_server, context_window=3072, prompt_style="completion"))
     try:
-        with caplog.at_level(logging.WARNING, logger="assistant.backends.openai_compat"):
+        with caplog.at_level(logging.WARNING, logger="assistant.backends.openai_server"):
             assert backend.context_window == 3072
             await backend.health()  # lists the models again
             assert backend.context_window == 3072

@@ -8,9 +8,7 @@ Needs `.venv-vllm` (scripts/setup-vllm.sh); skipped, saying so, without it.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import re
 import signal
 import time
 from contextlib import contextmanager
@@ -28,8 +26,11 @@ from assistant.services import Services
 from indexes.factory import retriever_from
 from assistant.settings import OpenAISettings, Settings, VLLMSettings
 from indexes.store import Store
+from tests.support.sse import aiter_sse
+from tests.support.wait import async_wait_until
 from tests.support.stores import write_pages
-from tests.support.vllm_server import MAX_MODEL_LEN, SERVED_NAME, require_vllm, vllm_settings
+from tests.support.vllm_server import (MAX_MODEL_LEN, SERVED_NAME, completed_requests, finished_requests, require_vllm,
+                                       running_requests, vllm_settings)
 
 pytestmark = pytest.mark.slow
 
@@ -94,42 +95,10 @@ def running_app(settings: Settings, store: Store, embedder, process: VLLMProcess
         yield server.url, backend
 
 
-def running_requests(process: VLLMProcess) -> float:
-    text = httpx.get(f"{process.base_url}/metrics", timeout=5).text
-    m = re.search(r"^vllm:num_requests_running\{[^}]*\} ([0-9.]+)$", text, re.M)
-    assert m, "vLLM's /metrics has the running-requests gauge"
-    return float(m.group(1))
-
-
-def finished_requests(process: VLLMProcess) -> dict[str, float]:
-    """Requests the engine has finished, by reason: stop, length (max_tokens), abort, error."""
-    text = httpx.get(f"{process.base_url}/metrics", timeout=5).text
-    found = re.findall(r'^vllm:request_success_total\{[^}]*finished_reason="(\w+)"[^}]*\} ([0-9.]+)$', text, re.M)
-    assert found, "vLLM's /metrics counts finished requests"
-    by_reason: dict[str, float] = {}
-    for reason, value in found:
-        by_reason[reason] = by_reason.get(reason, 0.0) + float(value)
-    return by_reason
-
-
-def completed_requests(process: VLLMProcess) -> float:
-    """Requests the engine finished by itself (a stop, max_tokens, an error): aborted ones are not among them."""
-    return sum(v for reason, v in finished_requests(process).items() if reason != "abort")
-
-
-async def sse_events(response: httpx.Response):
-    event = ""
-    async for line in response.aiter_lines():
-        if line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith("data:"):
-            yield event, json.loads(line[5:])
-
-
 async def ask(client: httpx.AsyncClient, url: str, question: str, collection: str = "handbook") -> list[tuple[str, dict]]:
     async with client.stream("POST", f"{url}/api/ask", json={"question": question, "collection": collection}) as r:
         assert r.status_code == 200, await r.aread()
-        return [e async for e in sse_events(r)]
+        return [e async for e in aiter_sse(r.aiter_lines())]
 
 
 def test_token_counts_are_exact_and_the_context_window_comes_from_the_server(vllm_process, corpus):
@@ -177,17 +146,15 @@ async def test_sixteen_concurrent_questions_are_all_running_in_the_engine_at_onc
     settings = make_settings(data_dir, prompt_style="chat", max_num_seqs=16, sampling=RUN_TO_MAX_TOKENS, generation={"max_tokens": 160})
     questions = [f"{q} (variant {i})" for i, q in enumerate(["Who books hotels?", "How does leave accrue?",
                                                              "Where do laptops come from?", "What if I lose my badge?"] * 4)]  # fmt: skip
-    peak, length_before = 0.0, finished_requests(vllm_process).get("length", 0.0)
+    length_before = finished_requests(vllm_process).get("length", 0.0)
     with running_app(settings, store, embedder, vllm_process) as (url, backend):
         assert backend.client.cfg.max_connections == 16, "the HTTP pool is sized to max_num_seqs"
         async with httpx.AsyncClient(timeout=300, limits=httpx.Limits(max_connections=32)) as client:
             tasks = [asyncio.create_task(ask(client, url, q)) for q in questions]
-            while not all(t.done() for t in tasks):
-                peak = max(peak, await asyncio.to_thread(running_requests, vllm_process))
-                await asyncio.sleep(0.05)
-            results = [t.result() for t in tasks]
+            await async_wait_until(lambda: asyncio.to_thread(running_requests, vllm_process), accept=lambda n: n == 16,
+                                   timeout=120, what="16 requests running in the engine at once")
+            results = await asyncio.gather(*tasks)
     assert all(r[-1][0] == "done" for r in results), [r[-1] for r in results if r[-1][0] != "done"]
-    assert peak == 16, f"at most {peak} of 16 requests were running in the engine at once"
     # the sampling settings reached the engine: every answer ran to max_tokens
     assert finished_requests(vllm_process).get("length", 0.0) - length_before == 16
     # and the engine's own token count (its usage chunk) is the one each answer reports
@@ -203,7 +170,7 @@ async def test_a_client_that_disconnects_makes_the_engine_abort_within_two_secon
             async with client.stream("POST", f"{url}/api/ask", json={"question": "Tell me about travel.", "collection": "handbook"}) as r:
                 # Held until the client leaves: a generator dropped at `break` is closed by the event loop,
                 # and closing it closes the response, which would disconnect before the check below.
-                events = sse_events(r)
+                events = aiter_sse(r.aiter_lines())
                 tokens = 0
                 async for kind, _ in events:
                     tokens += kind == "token"
@@ -211,9 +178,8 @@ async def test_a_client_that_disconnects_makes_the_engine_abort_within_two_secon
                         break
                 assert await asyncio.to_thread(running_requests, vllm_process) == 1
             gone = time.monotonic()  # the response is closed here: the client has disconnected
-            while await asyncio.to_thread(running_requests, vllm_process) > 0:
-                assert time.monotonic() - gone < 2.0, "the engine still runs the request 2 s after the disconnect"
-                await asyncio.sleep(0.05)
+            await async_wait_until(lambda: asyncio.to_thread(running_requests, vllm_process), accept=lambda n: n == 0,
+                                   timeout=2.0, what="the engine aborting the request within 2 s of the disconnect")
             elapsed = time.monotonic() - gone
     assert elapsed < 2.0
     assert completed_requests(vllm_process) == completed_before, "the request was aborted, not finished"
@@ -242,7 +208,7 @@ async def test_vllm_killed_mid_answer_gives_an_error_within_two_seconds_then_res
         async with httpx.AsyncClient(timeout=120) as client:
             async with client.stream("POST", f"{url}/api/ask", json={"question": "Tell me about leave.", "collection": "handbook"}) as r:
                 tokens, killed_at, error = 0, None, None
-                async for kind, data in sse_events(r):
+                async for kind, data in aiter_sse(r.aiter_lines()):
                     if kind == "token" and killed_at is None:
                         tokens += 1
                         if tokens == 5:
@@ -257,9 +223,8 @@ async def test_vllm_killed_mid_answer_gives_an_error_within_two_seconds_then_res
             assert health.status_code == 503 and health.json()["status"] == "degraded"
             # The killed server drops its sockets before the kernel has reaped it (a few GB to unmap);
             # the supervisor restarts it once reaped. Until then it still counts as the ready one.
-            deadline = time.monotonic() + 60
-            while vllm_process.starts < 2 and time.monotonic() < deadline:
-                await asyncio.sleep(0.1)
+            await async_wait_until(lambda: vllm_process.starts, accept=lambda n: n >= 2, timeout=60,
+                                   what="the supervisor restarting the killed server")
             assert vllm_process.wait_ready(vllm_process.cfg.start_timeout_s), vllm_process.detail
             assert vllm_process.starts == 2 and "SIGKILL" in vllm_process.last_failure
             again = await ask(client, url, "Who books hotels?")

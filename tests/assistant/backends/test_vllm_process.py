@@ -4,12 +4,14 @@ when the server cannot start (a real child process that fails, seen through the 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 
 import pytest
 
 from assistant.backends.vllm_process import VLLMProcess, child_setup, build_command, build_env
 from assistant.settings import Settings, VLLMSettings
+from tests.support.wait import wait_until
 
 
 def flag_value(cmd: list[str], flag: str) -> str:
@@ -111,17 +113,16 @@ def test_a_server_that_cannot_start_is_restarted_with_backoff_and_reports_why(fa
     proc.start()
     try:
         assert proc.wait_ready(30, give_up_on_exit=True) is False
-        deadline = time.monotonic() + 30
-        while proc.starts < 3 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert proc.starts >= 3, "it keeps trying"
+        wait_until(lambda: proc.starts, accept=lambda n: n >= 3, timeout=30, what="a third start (it keeps trying)")
         assert proc.state in ("starting", "restarting")
         assert "No module named" in " ".join(proc.recent), "the child's own output is kept"
     finally:
         proc.stop()
     assert proc.state == "stopped"
     starts = proc.starts
-    time.sleep(0.6)
+    # Only the supervisor thread restarts the server: once it has ended, no restart can come.
+    wait_until(lambda: [t for t in threading.enumerate() if t.name == "vllm-supervisor"], accept=lambda alive: not alive,
+               timeout=10, what="the supervisor thread ending with stop()")
     assert proc.starts == starts, "no restart after stop"
 
 

@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from assistant.cli import main
-from indexes.copy import table_counts
+from indexes.store_copy import table_counts
 from indexes.store import Store
 from ingest.pipeline import ingest_paths
 from tests.conftest import shared_path

@@ -25,6 +25,7 @@ from assistant.app import create_app
 from assistant.backends.factory import create_backend
 from assistant.services import Services
 from evals.local_server import serve_in_thread
+from indexes.location import Location
 from indexes.store import NewChunk, SourceInfo, Store
 from tests.conftest import REPO
 
@@ -57,17 +58,18 @@ def data_dir(tmp_path_factory, embedder) -> Path:
     data = tmp_path_factory.mktemp("mcp-data")
     store = Store(data)
     coll = store.ensure_collection("project", embedder.name, embedder.dim)
-    guide = [NewChunk(text=t, heading_path=h, line_start=a, line_end=b) for h, t, a, b in GUIDE]
+    guide = [NewChunk(text=t, location=Location(heading_path=h, line_start=a, line_end=b)) for h, t, a, b in GUIDE]
     store.write_document(
         coll, SourceInfo(path="docs/deploy.md", root=str(root), title="Deploying", kind="md"), guide,
         embedder.embed([c.text for c in guide]),
     )
-    code = [NewChunk(text=t, symbol=s, line_start=a, line_end=b, anchor=f"L{a}-L{b}") for s, t, a, b in CODE]
+    code = [NewChunk(text=t, location=Location(symbol=s, line_start=a, line_end=b, anchor=f"L{a}-L{b}"))
+            for s, t, a, b in CODE]
     store.write_document(
         coll, SourceInfo(path="src/shop/cart.py", root=str(root), title="cart.py", kind="py"), code,
         embedder.embed([c.text for c in code]),
     )
-    manual = [NewChunk(text=t, page=n) for n, t in MANUAL]
+    manual = [NewChunk(text=t, location=Location(page=n)) for n, t in MANUAL]
     store.write_document(
         coll, SourceInfo(path="manual.pdf", root=str(root), title="Operator manual", kind="pdf"), manual,
         embedder.embed([c.text for c in manual]),

@@ -4,7 +4,6 @@ rules, and the real `openai` package against a real server with the real llama.c
 from __future__ import annotations
 
 import base64
-import json
 import re
 
 import numpy as np
@@ -16,6 +15,7 @@ from assistant.services import Services
 from evals.local_server import serve_in_thread
 from indexes.store import Store
 from tests.assistant.test_app import PAGES, fill
+from tests.support.sse import openai_chunks
 
 QUESTION = "How early must flights be booked?"
 
@@ -31,12 +31,6 @@ def stored_vectors(store: Store, collection: str) -> dict[str, np.ndarray]:
 @pytest.fixture
 def services(settings_factory, make_services, embedder):
     return make_services(settings_factory(), lambda store: fill(store, embedder))
-
-
-def sse_objects(body: str) -> list:
-    lines = [line[len("data: "):] for line in body.replace("\r\n", "\n").split("\n") if line.startswith("data: ")]
-    assert lines[-1] == "[DONE]"
-    return [json.loads(line) for line in lines[:-1]]
 
 
 async def test_models_lists_the_backend_and_one_rag_model_per_collection(client):
@@ -75,7 +69,7 @@ async def test_rag_chat_streams_chunks_and_the_last_carries_sources(client):
             "stream_options": {"include_usage": True}}
     r = await client.post("/v1/chat/completions", json=body)
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
-    objs = sse_objects(r.text)
+    objs = openai_chunks(r.text)
     assert objs[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
     assert all(o["object"] == "chat.completion.chunk" for o in objs)
     text = "".join(o["choices"][0]["delta"].get("content", "") for o in objs if o["choices"])

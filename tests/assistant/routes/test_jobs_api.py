@@ -7,6 +7,7 @@ import pytest
 from sqlalchemy import text
 
 from indexes.store import Store
+from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -114,8 +115,6 @@ async def test_upload_limits_and_bad_names(client):
 
 
 def test_serve_runs_a_worker_process_that_takes_queued_jobs(settings_factory, tmp_path):
-    import time
-
     from assistant.commands.serve_worker import start_worker, stop_worker
     from indexes.jobs import Jobs
 
@@ -128,11 +127,14 @@ def test_serve_runs_a_worker_process_that_takes_queued_jobs(settings_factory, tm
     jobs = Jobs(store.engine)
     job = jobs.enqueue(0, "bg", {"paths": [str(docs)]})
     proc = start_worker(settings)
+
+    def job_status() -> str:
+        assert proc.poll() is None, f"the worker process exited with {proc.returncode}"
+        return jobs.get(job.id).status
+
     try:
-        deadline = time.monotonic() + 180
-        while jobs.get(job.id).status != "done":
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.2)
+        wait_until(job_status, accept=lambda status: status == "done", timeout=180, interval=0.2,
+                   what="the worker process running the queued job")
     finally:
         stop_worker(proc)
         store.close()

@@ -21,6 +21,7 @@ from assistant.mcp_api.tools import TOOL_SCOPES
 from indexes.apikeys import create_key, revoke_key
 from indexes.conversations import create_conversation
 from indexes.jobs import Jobs
+from indexes.location import Location
 from indexes.store import NewChunk, SourceInfo
 
 OURS, THEIRS = "alpha-team", "zebra-vault"
@@ -60,7 +61,8 @@ def services(settings_factory, make_services, embedder, tmp_path):
                 file.parent.mkdir(parents=True, exist_ok=True)
                 file.write_text(f"# {title}\n\n{text}\n")
                 store.write_document(coll, SourceInfo(path=path, root=str(root / name), title=title, kind="md"),
-                                     [NewChunk(text=text, line_start=1, line_end=3)], embedder.embed([text]))
+                                     [NewChunk(text=text, location=Location(line_start=1, line_end=3))],
+                                     embedder.embed([text]))
 
     (root / "docs").mkdir(parents=True)
     return make_services(settings_factory(ingest={"allowed_roots": [str(root)]}), fill)
