@@ -135,3 +135,15 @@ def test_a_wait_that_never_ends_says_what_did_not_happen_and_what_it_saw():
         assert "the server getting ready: did not happen within 0.1 s" in str(exc) and "'still starting'" in str(exc)
     else:
         raise AssertionError("the wait did not fail")
+
+
+def test_every_room_of_the_server_says_its_job_in_one_line():
+    """Each folder of assistant/ has a docstring of one line, and the top holds at most six modules."""
+    import ast
+
+    rooms = sorted(p for p in (REPO / "assistant").iterdir() if (p / "__init__.py").is_file())
+    assert {r.name for r in rooms} >= {"answers", "backends", "commands", "gpu", "mcp_api", "openai_api", "routes", "security"}
+    for room in rooms:
+        doc = ast.get_docstring(ast.parse((room / "__init__.py").read_text()))
+        assert doc and "\n" not in doc.strip(), f"assistant/{room.name}/__init__.py: a one-line docstring saying its job"
+    assert len(list((REPO / "assistant").glob("*.py"))) <= 6

@@ -1,2 +1,1 @@
-"""LLM backends: the protocol (base.py), the table of names (registry.py), building one from the settings
-(factory.py), and the built-in backends, each importing its heavy library only when built."""
+"""LLM backends: the protocol (base.py), the table of names (registry.py), one built from the settings (factory.py), and the built-in backends, each importing its heavy library only when built."""
