@@ -30,7 +30,6 @@ from assistant.settings import Settings
 SCOPE = "scope"  # the opt key every route handler sets
 PUBLIC = "public"  # a route anyone may call: the page itself, its static files, /health, the API schema
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-SCOPES = ("read", "ask", "ingest", "admin")
 CREATE_KEY_HINT = "create one with `assistant keys create NAME --scope read --collection NAME`"
 
 
