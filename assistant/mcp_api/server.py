@@ -64,7 +64,7 @@ def caller(ctx: Context, stdio_identity: Identity | None) -> Identity:
 def build_mcp_server(
     services: Callable[[], Services], settings: Settings, stdio_identity: Identity | None = None
 ) -> MCPServer:
-    """An MCP server whose tools call mcp_tools with the services `services()` returns, as the caller;
+    """An MCP server whose tools call mcp_api/tools.py with the services `services()` returns, as the caller;
     `stdio_identity` is whom calls without an HTTP request act as (None: only HTTP calls are served)."""
     log_level = settings.log_level.upper()
     server = MCPServer("local-rag-assistant", instructions=INSTRUCTIONS,
