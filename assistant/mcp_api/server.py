@@ -32,7 +32,7 @@ INSTRUCTIONS = (
     "open the file there, or call read_source for the text around a passage."
 )
 
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")  # the names FastMCP accepts
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")  # the names MCPServer accepts
 READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
 
 Collection = Annotated[
