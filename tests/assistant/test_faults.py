@@ -62,7 +62,9 @@ def test_the_backend_killed_mid_answer_ends_the_stream_with_an_error_and_the_nex
     from tests.support.llama_server import MODEL_ALIAS, LlamaServer
 
     pytest.importorskip("sse_starlette", reason="the llama-cpp-python[server] extra is not installed")
-    engine = LlamaServer(gguf_path, tmp_path, threads=2).start()
+    # One thread: two of llama.cpp's spinning threads beside another worker's engine on two cores can take
+    # minutes a token; this test is about the kill and the recovery, not speed.
+    engine = LlamaServer(gguf_path, tmp_path, threads=1).start()
     try:
         settings = settings_factory(backend="openai", openai={"base_url": engine.url, "model": MODEL_ALIAS, "timeout_s": 120,
                                                                  "retry_unhealthy_s": 1},
