@@ -40,7 +40,7 @@ class Services:
     @classmethod
     def assemble(cls, settings: Settings, store: Store, embedder: Embedder, backend: Backend | None) -> "Services":
         """The services around a store, embedder and backend already made (tests share a loaded embedder)."""
-        # Concurrent questions share one embedding forward pass (query_batching.py).
+        # Concurrent questions share one embedding forward pass (answers/question_embedding.py).
         # Every backend gets the same cap on answers at once (server.max_concurrent_answers), beyond its own queue.
         backend = capped(backend, settings.server.max_concurrent_answers)
         retriever = retriever_from(settings.retrieval, store, BatchingEmbedder(embedder), settings.embedder)

@@ -1,4 +1,4 @@
-"""Chat completions over rag.py and the backend: OpenAI messages in, rag's events out as a
+"""Chat completions over answers/rag.py and the backend: OpenAI messages in, rag's events out as a
 `chat.completion` or `chat.completion.chunk` objects (no HTTP in here).
 
 `rag:<collection>` answers through `rag.prepare()`: the last user message is the question, the earlier

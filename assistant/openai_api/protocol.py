@@ -1,7 +1,7 @@
 """The OpenAI protocol's shapes: its errors, the requests we accept, and the models we list.
 
 `GET /v1/models` lists the backend's model and one `rag:<collection>` model per collection (`rag:a,b`
-names several). openai_chat.py answers chat completions, openai_embeddings.py embeddings; no HTTP in
+names several). chat.py answers chat completions, embeddings.py embeddings; no HTTP in
 any of them: every failure is an `OpenAIError` that the route answers with OpenAI's error shape
 `{"error": {"message", "type", "code", "param"}}` and its status.
 """

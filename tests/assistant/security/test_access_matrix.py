@@ -4,7 +4,7 @@ route table and the MCP server's tool list: a door added later without an entry 
 Collection `zebra-vault` holds a canary; no response to a caller without access to it may carry the canary,
 its name or its path. Every refusal is a 401/403 JSON message (or an MCP tool error) that names no
 collection the caller may not use. The expected outcome of each request is computed from the scope the door
-declares (its `opt`, or the tool's entry in mcp_tools.TOOL_SCOPES) and the identity's rights, so a door that
+declares (its `opt`, or the tool's entry in mcp_api/tools.py: TOOL_SCOPES) and the identity's rights, so a door that
 lets the wrong key in, or keeps the right key out, fails alike.
 """
 
