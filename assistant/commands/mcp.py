@@ -86,14 +86,21 @@ def operator_rights(args: argparse.Namespace, settings: Settings) -> Identity:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    identity = operator_rights(args, settings)  # refused before the protocol starts, on the terminal
+    operator_rights(args, settings)  # an unknown key is refused before the protocol starts, on the terminal
     keep_stdout_for_protocol()
     logging.basicConfig(stream=sys.stderr, level=settings.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     from assistant.mcp_api.server import build_mcp_server
 
     services = LazyServices(settings)
+
+    def rights_now() -> Identity:
+        """The operator's rights at this call: a key revoked since the start is refused (ValueError)."""
+        if args.key is None and not args.collection:
+            return LOCAL_USER
+        return operator_identity(services().store.engine, args.key, args.collection)
+
     try:
-        build_mcp_server(services, settings, stdio_identity=identity).run("stdio")
+        build_mcp_server(services, settings, stdio_identity=rights_now).run("stdio")
     finally:
         services.close()
     return 0

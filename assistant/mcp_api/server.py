@@ -49,23 +49,27 @@ Kinds = Annotated[
 ]
 
 
-def caller(ctx: Context, stdio_identity: Identity | None) -> Identity:
-    """The identity of this tool call: the HTTP request's (set by the app's guard), else the operator's."""
+def caller(ctx: Context, stdio_identity: Callable[[], Identity] | None) -> Identity:
+    """The identity of this tool call: the HTTP request's (set by the app's guard), else the operator's,
+    asked anew for each call (a key revoked meanwhile stops working at once)."""
     request = ctx.request_context.request
     if request is not None:
         identity = request.scope.get("user")
         if isinstance(identity, Identity):
             return identity
     elif stdio_identity is not None:
-        return stdio_identity
+        try:
+            return stdio_identity()
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
     raise ToolError("no identity on this call: the server refuses it")
 
 
 def build_mcp_server(
-    services: Callable[[], Services], settings: Settings, stdio_identity: Identity | None = None
+    services: Callable[[], Services], settings: Settings, stdio_identity: Callable[[], Identity] | None = None
 ) -> MCPServer:
     """An MCP server whose tools call mcp_api/tools.py with the services `services()` returns, as the caller;
-    `stdio_identity` is whom calls without an HTTP request act as (None: only HTTP calls are served)."""
+    `stdio_identity()` says whom calls without an HTTP request act as (None: only HTTP calls are served)."""
     log_level = settings.log_level.upper()
     server = MCPServer("local-rag-assistant", instructions=INSTRUCTIONS,
                        log_level=log_level if log_level in LOG_LEVELS else "INFO")
@@ -77,7 +81,7 @@ def build_mcp_server(
         logging.getLogger("mcp").setLevel(max(logging.WARNING, level))
 
     async def in_thread(ctx: Context, fn: Callable[..., dict], *args: Any) -> dict[str, Any]:
-        identity = caller(ctx, stdio_identity)
+        identity = await to_thread.run_sync(caller, ctx, stdio_identity)
         return await answered(to_thread.run_sync(lambda: fn(services(), identity, *args)))
 
     @server.tool(annotations=READ_ONLY)
@@ -109,7 +113,7 @@ def build_mcp_server(
     ) -> dict[str, Any]:
         """Answer a question from a collection with the local model. The answer cites its sources as
         [n]; the sources come back with their paths and line ranges or pages, the cited ones first."""
-        identity = caller(ctx, stdio_identity)
+        identity = await to_thread.run_sync(caller, ctx, stdio_identity)
         built = await to_thread.run_sync(services)
         return await answered(tools.ask(built, identity, question, collection, k, paths, kinds))
 

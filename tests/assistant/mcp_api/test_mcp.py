@@ -231,9 +231,18 @@ async def assert_only_mine(session: ClientSession, *, may_ask: bool) -> None:
 
 
 async def test_stdio_acts_with_the_rights_the_operator_gives_it(two_collections):
+    from indexes.apikeys import create_key, revoke_key
+
     data, keys = two_collections
     async with stdio_session(data, "--backend", "echo", "--key", keys["reader"]) as session:
         await assert_only_mine(session, may_ask=False)
+    store = Store(data)
+    row, temporary = create_key(store.engine, "temporary", ["read"], ["mine"])
+    async with stdio_session(data, "--backend", "echo", "--key", temporary) as session:
+        assert payload(await session.call_tool("search", {"query": "rota"}))["hits"]
+        revoke_key(store.engine, str(row.id))  # stops working at once, in a server already running
+        assert "unknown or revoked API key" in error_text(await session.call_tool("search", {"query": "rota"}))
+    store.close()
     async with stdio_session(data, "--backend", "echo", "--collection", "mine") as session:
         await assert_only_mine(session, may_ask=True)
     run = subprocess.run(
