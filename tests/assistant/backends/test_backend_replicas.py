@@ -118,11 +118,17 @@ async def test_with_one_replica_stopped_every_request_succeeds_and_it_is_found_a
 async def test_a_request_longer_than_its_deadline_ends_with_a_backend_error(replicas, settings_factory):
     # 3 s: a warm replica streams its first token in well under a second even beside other tests, and
     # needs some 50 s for the whole count on this CPU.
+    # Warmed through a backend of its own with a long deadline: a cold first request beside other tests
+    # can take longer than the deadline under test.
+    warming = create_backend(openai_settings(settings_factory, [replicas[0].url], timeout_s=60.0))
+    try:
+        warm = warming.stream(COUNTING, GenParams(max_tokens=1, temperature=0))
+        assert [p async for p in warm]  # the model loaded and the prompt's prefix cached
+    finally:
+        await warming.aclose()
     backend = create_backend(openai_settings(settings_factory, [replicas[0].url], timeout_s=3.0))
     pieces: list[str] = []
     try:
-        warm = backend.stream(COUNTING, GenParams(max_tokens=1, temperature=0))
-        assert [p async for p in warm]  # the model loaded and the prompt's prefix cached
         started = time.monotonic()
         with pytest.raises(BackendError, match=r"timed out|longer than 3 s"):
             async for piece in backend.stream(COUNTING, GenParams(max_tokens=1000, temperature=0)):
