@@ -49,9 +49,10 @@ Kinds = Annotated[
 ]
 
 
-def caller(ctx: Context, stdio_identity: Callable[[], Identity] | None) -> Identity:
+async def caller(ctx: Context, stdio_identity: Callable[[], Identity] | None) -> Identity:
     """The identity of this tool call: the HTTP request's (set by the app's guard), else the operator's,
-    asked anew for each call (a key revoked meanwhile stops working at once)."""
+    asked anew for each call in a worker thread (it reads the store; a key revoked meanwhile stops
+    working at once)."""
     request = ctx.request_context.request
     if request is not None:
         identity = request.scope.get("user")
@@ -59,7 +60,7 @@ def caller(ctx: Context, stdio_identity: Callable[[], Identity] | None) -> Ident
             return identity
     elif stdio_identity is not None:
         try:
-            return stdio_identity()
+            return await to_thread.run_sync(stdio_identity)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
     raise ToolError("no identity on this call: the server refuses it")
@@ -81,7 +82,7 @@ def build_mcp_server(
         logging.getLogger("mcp").setLevel(max(logging.WARNING, level))
 
     async def in_thread(ctx: Context, fn: Callable[..., dict], *args: Any) -> dict[str, Any]:
-        identity = await to_thread.run_sync(caller, ctx, stdio_identity)
+        identity = await caller(ctx, stdio_identity)
         return await answered(to_thread.run_sync(lambda: fn(services(), identity, *args)))
 
     @server.tool(annotations=READ_ONLY)
@@ -113,7 +114,7 @@ def build_mcp_server(
     ) -> dict[str, Any]:
         """Answer a question from a collection with the local model. The answer cites its sources as
         [n]; the sources come back with their paths and line ranges or pages, the cited ones first."""
-        identity = await to_thread.run_sync(caller, ctx, stdio_identity)
+        identity = await caller(ctx, stdio_identity)
         built = await to_thread.run_sync(services)
         return await answered(tools.ask(built, identity, question, collection, k, paths, kinds))
 
