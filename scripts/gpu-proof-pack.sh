@@ -91,7 +91,7 @@ done
 
 echo "== models in pieces of ${PIECE_MB} MB"
 rm -f "$OUT/pieces/"*
-GGUF=$("$PY" -c 'from assistant.backends.llamacpp import packaged_model_path; print(packaged_model_path())')
+GGUF=$("$PY" -c 'from assistant.backends.llamacpp import packaged_model_path; print(packaged_model_path("gemma-3-270m"))')
 cp "$GGUF" "$tmp/model.gguf"
 split_file "$tmp/model.gguf" "$OUT/pieces" "$PIECE_MB"
 MINILM=$("$PY" -c 'from indexes.embed import default_model_path; print(default_model_path())')

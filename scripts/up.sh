@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set everything up and run the product on its embedded default: llama.cpp in-process with the packaged
-# Gemma-3-270M GGUF, the packaged all-MiniLM-L6-v2 embedder, this repository's docs as a sample corpus.
+# Qwen2.5-Coder-0.5B-Instruct GGUF, the packaged all-MiniLM-L6-v2 embedder, this repository's docs as a
+# sample corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

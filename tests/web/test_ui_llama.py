@@ -23,7 +23,8 @@ def llama_web(tmp_path_factory):
     long enough to be stopped half-way."""
     root = tmp_path_factory.mktemp("web-llama")
     data = root / "data"
-    env = base_env(ASSISTANT_BACKEND="llamacpp", ASSISTANT_LLAMACPP_N_THREADS="2", ASSISTANT_LLAMACPP_N_CTX="2048",
+    env = base_env(ASSISTANT_BACKEND="llamacpp", ASSISTANT_LLAMACPP_PACKAGED_MODEL="gemma-3-270m",
+                   ASSISTANT_LLAMACPP_N_THREADS="2", ASSISTANT_LLAMACPP_N_CTX="2048",
                    ASSISTANT_LLAMACPP_MAX_LINE_REPEATS="0", ASSISTANT_LLAMACPP_REPEAT_PENALTY="1.0")
     ingest(assistant_command(), write_folder(root / "docs", DOCS), "docs", data, env)
     with running_server(root, data, env) as base:

@@ -77,13 +77,14 @@ QUESTIONS = [
 @pytest.mark.slow
 @pytest.mark.long
 def test_ten_questions_over_the_sample_corpus_repeat_no_line_more_than_twice(tmp_path, embedder, make_services):
-    """The embedded default (llama.cpp in-process, the packaged Gemma-3-270M, default settings but two
-    threads) answering the first questions a newcomer asks."""
+    """llama.cpp in-process with the packaged Gemma-3-270M (the fast base model, most prone to loop),
+    default settings but two threads, answering the first questions a newcomer asks."""
     from assistant.answers.rag import answer
     from assistant.settings import Settings
     from ingest.pipeline import ingest_paths
 
-    settings = Settings(data_dir=tmp_path / "data", backend="llamacpp", llamacpp={"n_threads": 2})
+    settings = Settings(data_dir=tmp_path / "data", backend="llamacpp",
+                        llamacpp={"n_threads": 2, "packaged_model": "gemma-3-270m"})
 
     def fill(store):
         ingest_paths(store, embedder, [str(REPO / "docs"), str(REPO / "README.md")], "docs")
