@@ -1,4 +1,4 @@
-"""`assistant bench serve|ingest|retrieval` and `assistant eval retrieval|questions`: every flag of the
+"""`assistant bench serve|ingest|retrieval` and `assistant eval retrieval|questions|derive|answers`: every flag of the
 measurement commands, in one place.
 
 Reaches the `assistant` command through the `assistant.commands` entry-point group, as the ingestion
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from assistant.backends.registry import backend_names
 from assistant.cli import add_common
-from evals import bench_ingest, bench_retrieval, bench_serve, eval_commands
+from evals import bench_ingest, bench_retrieval, bench_serve, eval_answers, eval_commands
 
 
 def positive_int(text: str) -> int:
@@ -34,10 +34,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_bench_ingest(bench_sub)
     add_bench_retrieval(bench_sub)
 
-    ev = sub.add_parser("eval", help="measure retrieval quality (BEIR data sets, question files)")
+    ev = sub.add_parser("eval", help="measure retrieval and answer quality (BEIR data sets, question files)")
     eval_sub = ev.add_subparsers(dest="eval_command", metavar="WHAT", required=True)
     add_eval_retrieval(eval_sub)
     add_eval_questions(eval_sub)
+    add_eval_derive(eval_sub)
+    add_eval_answers(eval_sub)
 
 
 def add_bench_serve(sub: argparse._SubParsersAction) -> None:
@@ -100,8 +102,11 @@ def add_eval_retrieval(sub: argparse._SubParsersAction) -> None:
 def add_eval_questions(sub: argparse._SubParsersAction) -> None:
     q = sub.add_parser("questions", help="hit@1/5/10 of a JSONL questions file (and fact recall with --answers)")
     add_common(q)
-    q.add_argument("file", type=Path, help="JSON Lines: question, source (path relative to --root), answer_facts (optional)")
-    q.add_argument("--root", type=Path, help="folder the sources are relative to; ingested into a temporary collection")
+    q.add_argument("file", type=Path, help="JSON Lines: question, source (path relative to --root), answer_facts, split (optional)")
+    q.add_argument("--root", type=Path, action="append",
+                   help="folder the sources are relative to; ingested into a temporary collection (repeat for several)")
+    q.add_argument("--split", choices=["tune", "report", "all"], default="all",
+                   help="score only the questions of this split (derived sets carry one; default all)")
     q.add_argument("--collection", "-c", help="use this existing collection of the data directory instead of ingesting --root")
     q.add_argument("--store", type=Path, help="ingest --root into this data directory and keep it (re-runs skip unchanged files)")
     q.add_argument("--answers", action="store_true", help="also generate answers with the configured backend and score fact recall")
@@ -109,3 +114,39 @@ def add_eval_questions(sub: argparse._SubParsersAction) -> None:
     q.add_argument("-k", type=int, default=10, help="hits retrieved per question (default 10)")
     q.add_argument("--json", action="store_true", help="print one JSON object")
     q.set_defaults(func=eval_commands.run_questions, overrides=lambda a: {"backend": a.backend} if a.backend else {})
+
+
+def add_eval_derive(sub: argparse._SubParsersAction) -> None:
+    d = sub.add_parser("derive", help="write a question set derived from code docstrings or headed sections, split tune/report")
+    kinds = d.add_subparsers(dest="derive_kind", metavar="KIND", required=True)
+    c = kinds.add_parser("code", help="a question per documented public function, method and class of Python packages")
+    c.add_argument("roots", type=Path, nargs=1, metavar="ROOT", help="folder to be ingested; sources are relative to it")
+    c.add_argument("--package", action="append", help="only this package (its import name; repeat for several; default all found)")
+    c.add_argument("--tune", default="flask,click", help="packages of the tune split, comma-separated (default flask,click)")
+    s = kinds.add_parser("sections", help="questions from the distinctive sentences of the headed sections of Markdown files")
+    s.add_argument("roots", type=Path, nargs="+", metavar="ROOT", help="folders to be ingested; sources are relative to each")
+    s.add_argument("--set", default="sections", help="the set's name, written on each question (default sections)")
+    s.add_argument("--per-section", type=positive_int, default=2, help="most questions from one section (default 2)")
+    s.add_argument("--per-document", type=int, default=0, help="most questions from one document (default 0 = no cap)")
+    for p in (c, s):
+        add_common(p)
+        p.add_argument("--out", type=Path, required=True, help="JSON Lines file to write")
+        p.set_defaults(func=eval_commands.run_derive)
+
+
+def add_eval_answers(sub: argparse._SubParsersAction) -> None:
+    a = sub.add_parser("answers", help="answers measured: fact recall, right file cited, citation support, abstention, "
+                       "language, speed")
+    add_common(a)
+    a.add_argument("file", type=Path, help="JSON Lines: question, source, answer_facts, or \"unanswerable\": true; split")
+    where = a.add_mutually_exclusive_group(required=True)
+    where.add_argument("--root", type=Path, help="folder the sources are relative to; ingested into a temporary collection")
+    where.add_argument("--collection", "-c", help="use this existing collection of the data directory")
+    a.add_argument("--store", type=Path, help="ingest --root into this data directory and keep it (re-runs skip unchanged files)")
+    a.add_argument("--split", choices=eval_answers.SPLITS, default="all", help="questions of this half only (default all)")
+    a.add_argument("--limit", type=positive_int, help="answer only the first N questions of the split")
+    a.add_argument("--backend", choices=backend_names(), help="LLM backend (default: the configured one)")
+    a.add_argument("--max-tokens", type=positive_int, help="override generation.max_tokens")
+    a.add_argument("--out", type=Path, help="also write the JSON report, with every answer, to this file")
+    a.add_argument("--json", action="store_true", help="print one JSON object")
+    a.set_defaults(func=eval_answers.run, overrides=eval_answers.overrides)

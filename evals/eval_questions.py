@@ -1,8 +1,10 @@
 """Does a question find its source file, and does the answer state the expected facts?
 
 A questions file is JSON Lines: `question`, `source` (a path relative to the ingested root) and
-optionally `answer_facts` (strings the answer should contain, compared case-insensitively) and, for
-code, `symbol` (the name whose definition the cited lines should contain).
+optionally `answer_facts` (strings the answer should contain, compared normalised, `a|b` for
+alternatives) and, for code, `symbol` (the name whose definition the cited lines should contain).
+Derived sets (`evals.derive_questions`) add `split` (`tune` or `report`), `set` and `heading`; a run
+may take one split only, so that settings chosen on `tune` are reported on questions they never saw.
 
 Besides hit@k, the report gives file-level MRR@10 (1 / rank of the source among the distinct files
 found) and, for questions with a symbol, how often the best chunk of the source file cites a line
@@ -16,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,33 +38,84 @@ class Question:
     source: str
     answer_facts: list[str] = field(default_factory=list)
     symbol: str = ""
+    split: str = ""
+    set: str = ""
+    package: str = ""
+
+
+QUESTION_SPLITS = ("tune", "report")
+
+
+def choose_split(questions: list[Question], split: str) -> list[Question]:
+    """The questions of one split ('all' = every question); a split asked of a file whose lines carry
+    none is an error, not an empty run."""
+    if split == "all":
+        return questions
+    if split not in QUESTION_SPLITS:
+        raise ValueError(f"split must be one of tune, report, all, not {split!r}")
+    if not any(q.split for q in questions):
+        raise ValueError("its questions carry no 'split'; use --split all")
+    return [q for q in questions if q.split == split]
 
 
 def load_questions(path: Path) -> list[Question]:
-    """The questions of a JSON Lines file; a line without `question` or `source` is an error."""
+    """The questions of a JSON Lines file; a line without `question` or `source` is an error, except
+    one marked `"unanswerable": true` (kept for `eval answers`), which is skipped."""
     out: list[Question] = []
     with open(path, encoding="utf-8") as fh:
         for n, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
             row = json.loads(line)
+            if row.get("unanswerable") and not row.get("source"):
+                continue  # a question for `eval answers` to abstain on: nothing to find
             if not row.get("question") or not row.get("source"):
                 raise ValueError(f"{path}:{n}: each line needs 'question' and 'source'")
+            split = str(row.get("split") or "")
+            if split and split not in QUESTION_SPLITS:
+                raise ValueError(f"{path}:{n}: split must be 'tune' or 'report', not {split!r}")
             out.append(Question(row["question"], row["source"].strip("/"), list(row.get("answer_facts") or []),
-                                str(row.get("symbol") or "")))
+                                str(row.get("symbol") or ""), split, str(row.get("set") or ""),
+                                str(row.get("package") or "")))
     return out
 
 
-def ingest_folder(store: Store, embedder: EmbedderLike, root: Path, collection: str, settings: Any) -> dict:
-    """Ingest ROOT into the collection as `assistant ingest` would (same options); the run's report."""
-    return ingest_paths(store, embedder, [root], collection, options=options_from(settings)).to_dict()
+def ingest_folder(store: Store, embedder: EmbedderLike, root: Path | list[Path], collection: str, settings: Any) -> dict:
+    """Ingest ROOT (or several roots, each file's path relative to its own) into the collection as
+    `assistant ingest` would (same options); the run's report."""
+    roots = root if isinstance(root, list) else [root]
+    return ingest_paths(store, embedder, roots, collection, options=options_from(settings)).to_dict()
+
+
+def normalise(text: str) -> str:
+    """Text as facts are compared: NFKC (fullwidth letters and digits become ASCII), every decimal digit
+    as its ASCII digit, casefolded, whitespace removed (Chinese writes "15天" where a fact says "15 天")."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return "".join(str(unicodedata.digit(ch)) if ch.isdecimal() else ch for ch in text if not ch.isspace())
+
+
+def fact_found(answer: str, fact: str) -> bool:
+    """Whether the answer states the fact; a fact may list alternatives as "a|b"."""
+    flat = normalise(answer)
+    return any(alt and alt in flat for alt in (normalise(a) for a in fact.split("|")))
+
+
+def by_package(questions: list[Question], details: list[dict]) -> dict[str, dict[str, float]]:
+    """hit@1 and hit@5 per package of a derived code set ({} when the questions name none)."""
+    groups: dict[str, list[dict]] = {}
+    for q, d in zip(questions, details):
+        if q.package:
+            groups.setdefault(q.package, []).append(d)
+    return {
+        name: {"questions": len(ds), **{f"hit@{c}": round(sum(1 for d in ds if d["rank"] and d["rank"] <= c) / len(ds), 4)
+                                        for c in (1, 5)}}
+        for name, ds in sorted(groups.items())
+    }
 
 
 def fact_recall(answer: str, facts: list[str]) -> tuple[int, int]:
-    """(facts found in the answer, facts), case-insensitive and whitespace-insensitive."""
-    flat = " ".join(answer.lower().split())
-    found = sum(1 for f in facts if " ".join(f.lower().split()) in flat)
-    return found, len(facts)
+    """(facts found in the answer, facts), compared normalised (see `normalise`)."""
+    return sum(1 for f in facts if fact_found(answer, f)), len(facts)
 
 
 def definition_lines(text: str, symbol: str) -> list[int]:
@@ -76,13 +130,15 @@ def definition_lines(text: str, symbol: str) -> list[int]:
     return []
 
 
-def symbol_cited(hits: list, source: str, symbol: str, root: Path | None) -> bool | None:
+def symbol_cited(hits: list, source: str, symbol: str, root: Path | list[Path] | None) -> bool | None:
     """Whether the best hit of the source file cites lines holding the symbol's definition; None when
     this cannot be told (no symbol, no root, the file unread or the symbol not found in it)."""
-    if not symbol or root is None:
+    roots = [] if root is None else root if isinstance(root, list) else [root]
+    found = next((r / source for r in roots if (r / source).is_file()), None)
+    if not symbol or found is None:
         return None
     try:
-        wanted = definition_lines((root / source).read_text(encoding="utf-8", errors="replace"), symbol)
+        wanted = definition_lines(found.read_text(encoding="utf-8", errors="replace"), symbol)
     except OSError:
         return None
     if not wanted:
@@ -94,7 +150,8 @@ def symbol_cited(hits: list, source: str, symbol: str, root: Path | None) -> boo
 
 
 def evaluate_questions(
-    retriever: Retriever, collection: str, questions: list[Question], *, k: int = 10, root: Path | None = None
+    retriever: Retriever, collection: str, questions: list[Question], *, k: int = 10,
+    root: Path | list[Path] | None = None
 ) -> tuple[dict[str, float], list[dict]]:
     """hit@1, hit@5, hit@10 (the source among the top-k hits), file-level MRR@10, the share of code
     questions whose cited lines hold the symbol (with `root`), and per-question details."""

@@ -1,11 +1,13 @@
 // Asking and the saved conversations: the sidebar (new, search, rename, delete), a conversation's
-// turns restored on reload, and the streamed answer with its state, sources, copy and stop.
+// turns restored on reload, and the streamed answer with its state, sources, copy and stop; once
+// done, how well its sources support it.
 
 import { api } from "./api.js";
 import { t } from "./i18n.js";
 import { decorateCode, markUnknownCitations, renderMarkdown } from "./markdown.js";
 import { el, jumpToSource, renderSources } from "./sources.js";
 import { readEvents } from "./sse.js";
+import { answerNotes, citedSentences, markAnswer, toUnits } from "./support.js";
 
 const COLLECTION_KEY = "rag.collection";
 const CONVERSATION_KEY = "rag.conversation";
@@ -209,11 +211,12 @@ export async function openConversation(id) {
   clearStatus();
   for (const turn of conv.turns) {
     const view = newTurn(turn.question);
-    renderMarkdown(view.answer, turn.answer, view.id);
+    renderMarkdown(view.answer, turn.answer, view.id, sentencesOf(turn.answer, turn.check));
     view.answer.setAttribute("aria-busy", "false");
     setState(view, null);
     renderSources(view.block, turn.sources || [], view.id);
     finishAnswer(view, turn.answer);
+    showCheck(view, turn.check, turn.sources || [], turn.model_answer);
   }
   els.chat.lastElementChild?.scrollIntoView({ block: "start" }); // the last question, then its answer
 }
@@ -271,6 +274,52 @@ function finishAnswer(view, text) {
   view.answer.after(copy);
 }
 
+// ---------------------------------------------------------------- how well the sources support it
+
+/** The cited sentences of a check, their offsets turned into the page's string units. */
+function sentencesOf(text, check) {
+  if (!check || check.replaced) return [];
+  const unit = toUnits(text);
+  return citedSentences(check).map((s) => ({ index: s.index, start: unit(s.start), end: unit(s.end) }));
+}
+
+/** The model's own answer, behind a toggle: it was replaced because its sources do not support it. */
+function modelAnswerToggle(view, check, sources, modelAnswer) {
+  const box = el("div", "model-answer");
+  box.id = `model-answer-${view.id}`;
+  box.hidden = true;
+  box.append(el("p", "model-answer-title", t("support.modelAnswer")));
+  const body = el("div", "answer");
+  renderMarkdown(body, modelAnswer, view.id, sentencesOf(modelAnswer, { ...check, replaced: false }));
+  box.append(body);
+  const toggle = el("button", "show-model-answer quiet", t("support.showModel"));
+  toggle.type = "button";
+  toggle.setAttribute("aria-expanded", "false");
+  toggle.setAttribute("aria-controls", box.id);
+  toggle.addEventListener("click", () => {
+    box.hidden = !box.hidden;
+    toggle.setAttribute("aria-expanded", String(!box.hidden));
+    toggle.textContent = t(box.hidden ? "support.showModel" : "support.hideModel");
+  });
+  return { toggle, box, body };
+}
+
+/** Mark the answer's citations and unsupported sentences, and note what holds for the answer as a whole. */
+function showCheck(view, check, sources, modelAnswer) {
+  view.block.querySelector(".answer-checks")?.remove();
+  markAnswer(view.answer, check?.replaced ? null : check, sources);
+  const notes = answerNotes(check);
+  const wrap = el("div", "answer-checks");
+  wrap.append(...notes);
+  if (check?.replaced && typeof modelAnswer === "string" && modelAnswer) {
+    const { toggle, box, body } = modelAnswerToggle(view, check, sources, modelAnswer);
+    wrap.append(toggle, box);
+    markUnknownCitations(view.block);
+    markAnswer(body, check, sources);
+  }
+  if (wrap.childElementCount) view.answer.after(wrap);
+}
+
 function setBusy(busy) {
   els.ask.disabled = busy;
   els.stop.disabled = !busy;
@@ -305,7 +354,10 @@ async function ask(question) {
   let text = "";
   let finished = false;
   let frame = 0;
-  const paint = () => { frame = 0; renderMarkdown(view.answer, text, view.id); };
+  let sources = [];
+  let check = null;
+  let modelAnswer = null;
+  const paint = () => { frame = 0; renderMarkdown(view.answer, text, view.id, sentencesOf(text, check)); };
   try {
     if (!conversationId) {
       const conv = await api.createConversation([collection]);
@@ -319,10 +371,13 @@ async function ask(question) {
         text += data.text;
         if (!frame) frame = requestAnimationFrame(paint);
       } else if (name === "sources") {
-        renderSources(view.block, data.sources || [], view.id);
+        sources = data.sources || [];
+        renderSources(view.block, sources, view.id);
       } else if (name === "done") {
         finished = true;
         if (typeof data.answer === "string") text = data.answer;
+        check = data.check || null;
+        modelAnswer = typeof data.model_answer === "string" ? data.model_answer : null;
         showTimings(view.block, data);
       } else if (name === "error") {
         const retry = data.retry_after ? ` ${t("error.busyWait", { detail: data.code || "", wait: data.retry_after })}` : "";
@@ -342,6 +397,7 @@ async function ask(question) {
     setState(view, null);
     view.answer.setAttribute("aria-busy", "false");
     finishAnswer(view, finished ? text : "");
+    if (finished) showCheck(view, check, sources, modelAnswer);
     controller = null;
     setBusy(false);
     els.question.focus();

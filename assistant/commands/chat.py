@@ -14,12 +14,11 @@ from rich.console import Console
 from rich.text import Text
 
 from indexes.conversations import create_conversation, list_turns
-from indexes.location import Location
 from indexes.store import Store
 from indexes.terminal_text import terminal_safe
 
 from assistant.backends.registry import backend_names
-from assistant.commands.query import fail, terminal_location
+from assistant.commands.query import check_notice, fail, source_line
 from assistant.answers.conversation import ConversationTurn, UnknownConversation, collections_of, require_conversation
 from assistant.services import Services
 from assistant.settings import Settings
@@ -142,6 +141,7 @@ async def ask_in_conversation(
         console.print(f"[red]The model is busy; try again in {exc.retry_after} s.[/red]")
         return 1
     sources: list[dict] = []
+    done: dict = {}
     failed = False
     try:
         async for event in turn.record(prepared.events()):
@@ -149,6 +149,8 @@ async def ask_in_conversation(
                 console.print(Text(terminal_safe(event.data["text"], multiline=True)), end="")
             elif event.type == "sources":
                 sources = event.data["sources"]
+            elif event.type == "done":
+                done = event.data
             elif event.type == "error":
                 message = terminal_safe(event.data.get("message", "the answer failed"), multiline=True)
                 console.print(Text(f"\nerror: {message}", style="red"))
@@ -156,9 +158,9 @@ async def ask_in_conversation(
     finally:
         await prepared.aclose()
     console.print()
+    if notice := check_notice(done):
+        console.print(Text(terminal_safe(notice, multiline=True), style="yellow"))
     for s in sources:
-        mark = f"[{s['n']}]" if s.get("cited") else f"({s['n']})"
-        where = terminal_location(Location.from_dict(s)).replace("\n", " · ")
-        console.print(Text.assemble((mark, "cyan"), f" {terminal_safe(s['title'])} — {terminal_safe(s['path'])} {where}".rstrip()))
+        console.print(Text(source_line(s), style="default"), highlight=False)
     return 1 if failed else 0
 

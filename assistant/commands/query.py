@@ -77,7 +77,9 @@ def run_search(args: argparse.Namespace, settings: Settings) -> int:
             return fail(err)
         found = services.retriever.search(args.query, args.collection, args.k, filters=filters_of(args),
                                           per_document=1 if args.files else None)
-        hits = [hit_to_source(h) for h in found]
+        # which model embedded each hit's collection (and this query for it): collections differ
+        embedders = {name: services.store.require_collection(name).embedder for name in args.collection}
+        hits = [{**hit_to_source(h), "embedder": embedders.get(h.collection, "")} for h in found]
     finally:
         services.store.close()
     if args.json:
@@ -127,6 +129,7 @@ async def stream_answer(services: Services, question: str, args: argparse.Namesp
 
     pieces: list[str] = []
     sources: list[dict] = []
+    done: dict = {}
     error = None
     async for event in answer(
         question, args.collection, retriever=services.retriever, backend=services.backend,
@@ -138,11 +141,16 @@ async def stream_answer(services: Services, question: str, args: argparse.Namesp
                 print(terminal_safe(event.data["text"], multiline=True), end="", flush=True)
         elif event.type == "sources":
             sources = event.data["sources"]
+        elif event.type == "done":
+            done = event.data
         elif event.type == "error":
             error = event.data.get("message", "the backend failed")
-    text = "".join(pieces)
+    text = done.get("answer", "".join(pieces))
     if args.json:
         out = {"answer": text, "sources": sources}
+        for key in ("check", "model_answer"):
+            if key in done:
+                out[key] = done[key]
         if error:
             out["error"] = error
         print(json.dumps(out, ensure_ascii=False, indent=2))
@@ -151,9 +159,31 @@ async def stream_answer(services: Services, question: str, args: argparse.Namesp
         if error:
             print(f"error: {terminal_safe(error, multiline=True)}", file=sys.stderr)
         console = Console()
+        if notice := check_notice(done):
+            console.print(Text(terminal_safe(notice, multiline=True), style="yellow"), highlight=False)
         for s in sources:
-            mark = f"[{s['n']}]" if s.get("cited") else f"({s['n']})"
-            where = terminal_location(Location.from_dict(s)).replace("\n", " · ")
-            line = f"{mark} {terminal_safe(s['title'])} — {terminal_safe(s['path'])} {where}"
-            console.print(Text(line), highlight=False)
+            console.print(Text(source_line(s)), highlight=False)
     return 1 if error else 0
+
+
+def check_notice(done: dict) -> str | None:
+    """What the terminal adds after a streamed answer that the citation check found wanting (the page says
+    the same): the streamed text cannot be taken back, so the replacement follows it."""
+    check = done.get("check") or {}
+    if check.get("replaced"):
+        return f"The sources shown do not support this answer. {done.get('answer', '')}".strip()
+    if check.get("unsupported"):
+        return "The sources shown do not support this answer."
+    if check.get("citation_coverage") == 0:
+        return "This answer cites no source."
+    return None
+
+
+def source_line(s: dict) -> str:
+    """`[n] title — path where`, with the support of a cited source: the terminal's source card."""
+    mark = f"[{s['n']}]" if s.get("cited") else f"({s['n']})"
+    support = s.get("support")
+    if support:
+        mark += " supported" if support.get("supported") else " not supported"
+    where = terminal_location(Location.from_dict(s)).replace("\n", " · ")
+    return f"{mark} {terminal_safe(s['title'])} — {terminal_safe(s['path'])} {where}".rstrip()

@@ -76,7 +76,7 @@ def hit_result(identity: Identity, hit: Hit | dict, roots: dict[int, str]) -> di
         "score": round(float(h["score"]), 4),
         "snippet": h["snippet"],
     }
-    for key in ("n", "cited"):  # the prompt's numbering of an answer's sources
+    for key in ("n", "cited", "support"):  # an answer's sources: the prompt's numbering, the citation check
         if key in h:
             out[key] = h[key]
     return out
@@ -186,7 +186,9 @@ async def ask(
 ) -> dict[str, Any]:
     """The answer to a question from a collection, with its sources (the cited ones first).
 
-    The same answer() as /api/ask and `assistant ask`: retrieval, a prompt that fits, the backend.
+    The same answer() as /api/ask and `assistant ask`: retrieval, a prompt that fits, the backend, and
+    the check of its citations: each source's `support`, the answer's `check`, and `model_answer` when
+    an unsupported answer was replaced.
     """
     name = resolve_collection(services, identity, "ask", collection)
     if services.backend is None:
@@ -217,13 +219,17 @@ async def ask(
         services.in_flight -= 1
         await events.aclose()
     roots = reading.document_roots(services.store, [s["document_id"] for s in sources])
-    return {
+    result = {
         "question": question,
         "collection": name,
         "answer": done.get("answer", "".join(pieces).strip()),
         "sources": [hit_result(identity, s, roots) for s in sources],
         "model": done.get("model"),
+        "check": done.get("check"),
     }
+    if "model_answer" in done:
+        result["model_answer"] = done["model_answer"]
+    return result
 
 
 def read_source(

@@ -7,7 +7,7 @@ import pytest
 from assistant.backends.base import GenParams, completion_text
 from assistant.backends.factory import create_backend
 from assistant.backends.echo import EchoBackend
-from assistant.answers.prompts import COMPLETION_PREFIX, SYSTEM_PROMPT, PromptTooLong, build_prompt, prompt_location
+from assistant.answers.prompts import COMPLETION_PREFIX, EXAMPLE, REMINDER, SYSTEM_PROMPT, PromptTooLong, build_prompt, prompt_location
 from indexes.location import FIELDS, Location
 from indexes.retrieve import Hit
 
@@ -31,10 +31,14 @@ def test_chat_prompt_layout(settings_factory):
     hits = [hit(0), hit(1, path="src/app.py", line_start=10, line_end=42, symbol="make_app"), hit(2, page=3, path="a.pdf")]
     p = build_prompt("How do I start?", hits, backend, max_answer_tokens=64, margin=8)
     system, user = p.messages[0], p.messages[-1]
-    assert system["role"] == "system" and system["content"].startswith(SYSTEM_PROMPT + "\n\nSources:\n\n<sources>\n[1] Page 0 — docs/page0.md\n")
-    assert "[2] Page 1 — src/app.py:10-42\nSection: Guide > Part 1\nSymbol: make_app\n" in system["content"]
-    assert "[3] Page 2 — a.pdf:p.3\n" in system["content"]
-    assert user == {"role": "user", "content": "How do I start?"}
+    assert system == {"role": "system", "content": SYSTEM_PROMPT} and p.messages[1:-1] == EXAMPLE  # a worked exchange
+    # The sources sit in the question's own message, right before the question and a reminder in its language.
+    assert user["role"] == "user" and user["content"].startswith("<sources>\n[1] Page 0 — docs/page0.md\n")
+    assert "[2] Page 1 — src/app.py:10-42\nSection: Guide > Part 1\nSymbol: make_app\n" in user["content"]
+    assert "[3] Page 2 — a.pdf:p.3\n" in user["content"]
+    assert user["content"].endswith("\n</sources>\n\nQuestion: How do I start?\n\n" + REMINDER["en"])
+    zh = build_prompt("年假有几天？", hits, backend, max_answer_tokens=64, margin=8)
+    assert zh.messages[0] == system and zh.messages[-1]["content"].endswith("年假有几天？\n\n" + REMINDER["zh"])
     assert p.sources_used == hits and p.stop == [] and not p.truncated
     assert p.prompt_tokens == backend.count_tokens(p.messages) <= p.budget == backend.context_window - 64 - 8
 
@@ -62,11 +66,11 @@ def test_the_prefix_is_the_same_bytes_whatever_the_question():
     backend = EchoBackend(context_window=4096)
     a = build_prompt("first question", [hit(1)], backend, 64, 8)
     b = build_prompt("another one entirely", [hit(5), hit(6)], backend, 64, 8)
-    assert a.messages[0]["content"][: len(SYSTEM_PROMPT) + 12] == b.messages[0]["content"][: len(SYSTEM_PROMPT) + 12]
+    assert a.messages[:-1] == b.messages[:-1] == [{"role": "system", "content": SYSTEM_PROMPT}, *EXAMPLE]
 
 
 @pytest.mark.parametrize("style", ["chat", "completion"])
-@pytest.mark.parametrize("window", [160, 200, 260, 400, 700, 1200])
+@pytest.mark.parametrize("window", [460, 500, 560, 700, 1000, 1400])  # from just above the instructions
 def test_fills_best_first_and_never_exceeds_the_budget(style, window):
     backend = EchoBackend(context_window=window, prompt_style=style)
     hits = [hit(i) for i in range(6)]
@@ -99,13 +103,13 @@ def test_prompt_is_tokenized_once_when_every_source_fits_and_few_times_otherwise
 
 
 def test_a_source_too_big_alone_is_cut_not_dropped():
-    backend = EchoBackend(context_window=400)
+    backend = EchoBackend(context_window=600)
     big = hit(0, n_words=2000)
     p = build_prompt("What does the fox do?", [big, hit(1)], backend, 64, 8)
     assert p.sources_used == [big] and p.truncated
     assert p.prompt_tokens <= p.budget
-    shown = p.messages[0]["content"]
-    assert shown.endswith(" …\n</sources>") and big.text[:200] in shown and big.text not in shown
+    shown = p.messages[-1]["content"]
+    assert " …\n</sources>\n\nQuestion: " in shown and big.text[:200] in shown and big.text not in shown
 
 
 def test_question_alone_too_long_is_an_error():
@@ -117,12 +121,12 @@ def test_question_alone_too_long_is_an_error():
 
 
 def test_old_history_gives_way_to_sources():
-    backend = EchoBackend(context_window=600)
+    backend = EchoBackend(context_window=900)
     history = []
     for i in range(30):
         history += [{"role": "user", "content": f"question {i} " + "pad " * 10}, {"role": "assistant", "content": f"answer {i}"}]
     p = build_prompt("latest?", [hit(0), hit(1)], backend, 64, 8, history=history)
-    kept = p.messages[1:-1]
+    kept = p.messages[1 + len(EXAMPLE):-1]
     assert 0 < len(kept) < len(history) and kept == history[-len(kept):] and kept[0]["role"] == "user"
     assert len(p.sources_used) == 2 and p.prompt_tokens <= p.budget
 
@@ -130,7 +134,7 @@ def test_old_history_gives_way_to_sources():
 def test_no_hits_still_gives_a_prompt():
     backend = EchoBackend()
     p = build_prompt("anything?", [], backend, 64, 8)
-    assert p.sources_used == [] and "(no sources were found)" in p.messages[0]["content"]
+    assert p.sources_used == [] and "(no sources were found)" in p.messages[-1]["content"]
 
 
 @pytest.mark.slow

@@ -245,9 +245,9 @@ def test_llamacpp_summarises_a_document_five_windows_long(long_page, gguf_path, 
     assert summary["pieces"] >= 5 and summary["levels"] >= 1
     assert summary["overview"].strip() and all(p["summary"].strip() for p in summary["parts"])
     assert all(r["prompt_tokens"] <= 512 - 64 - 32 for r in summary["requests"])
-    # Markdown chunks carry no line ranges: the parts are labelled by the headings they span.
+    # Markdown chunks carry line ranges: the parts are labelled by the lines they span.
     assert all(f"[{p['label']}] " in summary["text"] for p in summary["parts"])
-    assert all(p["label"].startswith("§ ") for p in summary["parts"])
+    assert all(p["label"].startswith("lines ") for p in summary["parts"])
     print(f"\nllama.cpp: {summary['pieces']} pieces, {len(summary['requests'])} requests, {summary['seconds']} s")
     print(summary["text"])
 

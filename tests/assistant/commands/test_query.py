@@ -23,3 +23,26 @@ def test_an_answer_source_dict_gives_the_same_place():
     source = {"n": 1, "title": "T", "path": "a.pdf", "page": 2, "line_start": None, "line_end": None,
               "heading_path": "", "score": 0.5}
     assert terminal_location(Location.from_dict(source)) == "p. 2"
+
+
+def test_a_replaced_answer_is_said_after_the_streamed_text():
+    from assistant.commands.query import check_notice
+
+    replaced = {"answer": "The documents do not contain the answer to this question.",
+                "check": {"replaced": True, "unsupported": True, "citation_coverage": 1.0}}
+    assert check_notice(replaced) == (
+        "The sources shown do not support this answer. The documents do not contain the answer to this question."
+    )
+    assert check_notice({"answer": "x", "check": {"unsupported": True}}) == "The sources shown do not support this answer."
+    assert check_notice({"answer": "x", "check": {"citation_coverage": 0}}) == "This answer cites no source."
+    assert check_notice({"answer": "x", "check": {"citation_coverage": 1.0}}) is None
+    assert check_notice({}) is None  # an answer that failed before its `done` event
+
+
+def test_a_cited_source_line_says_its_support():
+    from assistant.commands.query import source_line
+
+    base = {"n": 2, "title": "Leave", "path": "leave.md", "line_start": 3, "line_end": 9, "heading_path": ""}
+    assert source_line({**base, "cited": True, "support": {"supported": True}}) == "[2] supported Leave — leave.md lines 3-9"
+    assert source_line({**base, "cited": True, "support": {"supported": False}}).startswith("[2] not supported ")
+    assert source_line({**base, "cited": False, "support": None}) == "(2) Leave — leave.md lines 3-9"

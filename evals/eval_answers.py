@@ -1,0 +1,310 @@
+"""`assistant eval answers`: the answers themselves, measured through the product's own answer path.
+
+A questions file is JSON Lines. Each line has `question`; an answerable one has `source` (the file
+that holds the answer, relative to the ingested root; "a|b" when either file will do) and
+`answer_facts` (short facts a correct answer states, taken verbatim from that file; a fact may list
+alternatives "a|b"); an unanswerable one has `"unanswerable": true` (its answer is in no file).
+
+Split: each line carries `"split": "tune"` or `"report"`. Prompts and settings are tuned on the tune
+half only and figures are reported on the report half. The rule that made the halves (and that places
+a line written without a split): a question is "tune" when the first byte of the SHA-256 of its UTF-8
+text is even, else "report".
+
+Per question and in total: fact recall (facts compared normalised: NFKC, casefold, decimal digits as
+ASCII, whitespace ignored), the right file cited (the question's source among the cited sources),
+citation precision and coverage and abstention as `assistant.answers.support.check_answer` judges the
+answer against the texts of the sources the prompt held, abstention accuracy (unanswerable questions
+must abstain, answerable ones must not), whether the answer is in the question's language, empty
+answers, template text leaking into answers ("Answer:", the sources tag, chat-template tokens),
+answers replaced because nothing they claimed was supported, time to the first token and decode
+speed ((completion tokens - 1) / time after the first token).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import re
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import mean
+from typing import Any, Callable
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from indexes.terminal_text import terminal_safe
+
+from assistant.answers import support
+from assistant.settings import Settings
+from evals.eval_questions import fact_recall
+from evals.metrics import percentile
+
+SPLITS = ("tune", "report", "all")
+EVAL_COLLECTION = "eval"
+# Prompt scaffolding, chat-template tokens or copied source headers: none belongs in an answer.
+TEMPLATE_LEAK = re.compile(
+    r"(?im)^\s*(?:answer|question|context|sources)\s*:|</?\s*sources\s*>|<\|im_(?:start|end)\|>|<\|endoftext\|>"
+    r"|<(?:start|end)_of_turn>|\[n\]"
+    r"|\[\d+\] [^\n\[\]]{1,200} — \S+\.\w+"  # a source's header line `[1] Title — path:lines` copied
+)
+
+
+@dataclass
+class AnswerQuestion:
+    question: str
+    sources: list[str] = field(default_factory=list)  # any of these files holds the answer
+    facts: list[str] = field(default_factory=list)
+    unanswerable: bool = False
+    split: str = "tune"
+
+
+def split_of(question: str) -> str:
+    """The half a question belongs to (the rule of the module docstring)."""
+    return "tune" if hashlib.sha256(question.encode("utf-8")).digest()[0] % 2 == 0 else "report"
+
+
+def load_answer_questions(path: Path) -> list[AnswerQuestion]:
+    """The questions of a JSON Lines file; clear errors for a line that is neither answerable nor marked."""
+    out: list[AnswerQuestion] = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            text = str(row.get("question") or "").strip()
+            unanswerable = bool(row.get("unanswerable"))
+            sources = [s.strip().strip("/") for s in str(row.get("source") or "").split("|") if s.strip()]
+            if not text:
+                raise ValueError(f"{path}:{n}: each line needs 'question'")
+            if not unanswerable and not sources:
+                raise ValueError(f"{path}:{n}: an answerable question needs 'source' (or \"unanswerable\": true)")
+            split = row.get("split") or split_of(text)
+            if split not in ("tune", "report"):
+                raise ValueError(f"{path}:{n}: split must be 'tune' or 'report', not {split!r}")
+            out.append(AnswerQuestion(text, sources, [str(f) for f in row.get("answer_facts") or []], unanswerable, split))
+    return out
+
+
+def choose(questions: list[AnswerQuestion], split: str, limit: int | None) -> list[AnswerQuestion]:
+    chosen = [q for q in questions if split == "all" or q.split == split]
+    return chosen[:limit] if limit else chosen
+
+
+def score_answer(q: AnswerQuestion, answer: str, cited_paths: list[str], source_texts: dict[int, str],
+                 done: dict[str, Any]) -> dict[str, Any]:
+    """The measures of one answer (pure): what the reader was shown, against the question and its sources."""
+    check = support.check_answer(answer, source_texts)
+    found, expected = fact_recall(answer, q.facts)
+    timings = done.get("timings") or {}
+    first, total = timings.get("first_token_ms"), timings.get("total_ms")
+    tokens = done.get("completion_tokens")
+    speed = None
+    if isinstance(tokens, int) and tokens > 1 and first is not None and total and total > first:
+        speed = round((tokens - 1) / ((total - first) / 1000), 2)
+    return {
+        "facts_found": found, "facts_expected": expected,
+        "right_file_cited": None if q.unanswerable else any(s in cited_paths for s in q.sources),
+        "citation_precision": check.citation_precision, "citation_coverage": check.citation_coverage,
+        "abstained": check.abstained, "unsupported": check.unsupported,
+        "replaced": bool((done.get("check") or {}).get("replaced")),
+        "language_match": support.language_of(answer) == support.language_of(q.question),
+        "empty": not answer.strip(),
+        "template_leak": bool(TEMPLATE_LEAK.search(done.get("model_answer") or answer)),
+        "ttft_ms": first, "completion_tokens": tokens, "tokens_per_s": speed,
+    }
+
+
+async def ask(q: AnswerQuestion, collection: str, *, retriever, backend, settings: Settings) -> dict[str, Any]:
+    """One question through rag.prepare() and its events (what `answer()` runs), scored."""
+    from assistant.answers.rag import prepare
+
+    row: dict[str, Any] = {"question": q.question, "split": q.split, "unanswerable": q.unanswerable,
+                           "source": "|".join(q.sources)}
+    prepared = await prepare(q.question, collection, retriever=retriever, backend=backend, settings=settings)
+    texts = {n: h.text for n, h in enumerate(prepared.prompt.sources_used, start=1)} if prepared.prompt else {}
+    cited: list[str] = []
+    done: dict[str, Any] = {}
+    try:
+        async for event in prepared.events():
+            if event.type == "sources":
+                cited = [s["path"] for s in event.data["sources"] if s.get("cited")]
+            elif event.type == "done":
+                done = event.data
+            elif event.type == "error":
+                row["error"] = event.data.get("message")
+    finally:
+        await prepared.aclose()
+    answer = str(done.get("answer") or "")
+    if (done.get("check") or {}).get("replaced"):  # the reader sees the statement of abstention, citing nothing
+        row["model_cited"], cited = cited, []
+    row.update(answer=answer, cited=cited)
+    if done.get("model_answer") is not None and done["model_answer"] != answer:
+        row["model_answer"] = done["model_answer"]
+    row.update(score_answer(q, answer, cited, texts, done))
+    return row
+
+
+def _rate(values: list[bool]) -> float | None:
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def _mean(values: list[float | None]) -> float | None:
+    xs = [v for v in values if v is not None]
+    return round(mean(xs), 4) if xs else None
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The totals of the per-question rows."""
+    answerable = [r for r in rows if not r["unanswerable"]]
+    unanswerable = [r for r in rows if r["unanswerable"]]
+    expected = sum(r["facts_expected"] for r in answerable)
+    ttft = [r["ttft_ms"] for r in rows if r.get("ttft_ms") is not None]
+    speed = [r["tokens_per_s"] for r in rows if r.get("tokens_per_s") is not None]
+    return {
+        "questions": len(rows), "answerable": len(answerable), "unanswerable": len(unanswerable),
+        "fact_recall": round(sum(r["facts_found"] for r in answerable) / expected, 4) if expected else None,
+        "facts_expected": expected,
+        "right_file_cited": _rate([r["right_file_cited"] for r in answerable]),
+        "citation_precision": _mean([r["citation_precision"] for r in rows]),
+        "citation_coverage": _mean([r["citation_coverage"] for r in rows]),
+        "abstained_when_unanswerable": _rate([r["abstained"] for r in unanswerable]),
+        "false_abstentions": _rate([r["abstained"] for r in answerable]),
+        "language_match": _rate([r["language_match"] for r in rows]),
+        "empty_answers": sum(r["empty"] for r in rows),
+        "template_leaks": sum(r["template_leak"] for r in rows),
+        "replaced": sum(r["replaced"] for r in rows),
+        "errors": sum(1 for r in rows if r.get("error")),
+        "ttft_ms_p50": round(percentile(ttft, 50), 1) if ttft else None,
+        "tokens_per_s_p50": round(percentile(speed, 50), 2) if speed else None,
+    }
+
+
+async def evaluate_answers(questions: list[AnswerQuestion], collection: str, *, retriever, backend, settings: Settings,
+                           progress: Callable[[int, dict], None] | None = None) -> tuple[dict, list[dict]]:
+    """Every question answered one after another (as one user would ask them); totals and rows."""
+    rows: list[dict] = []
+    for i, q in enumerate(questions, start=1):
+        rows.append(await ask(q, collection, retriever=retriever, backend=backend, settings=settings))
+        if progress:
+            progress(i, rows[-1])
+    return summarise(rows), rows
+
+
+def fail(message: str) -> int:
+    print(f"assistant eval answers: {message}", file=sys.stderr)
+    return 2
+
+
+def overrides(args: argparse.Namespace) -> dict:
+    out: dict = {}
+    if args.backend:
+        out["backend"] = args.backend
+    if args.max_tokens:
+        out["generation"] = {"max_tokens": args.max_tokens}
+    return out
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    """The command: ingest --root (or open --collection), answer the chosen split, print the report."""
+    from indexes.factory import embedder_from, retriever_from
+    from indexes.store import Store, StoreError
+
+    from assistant.answers.rag import replaces_unsupported
+    from assistant.backends.factory import create_backend
+    from evals.eval_questions import ingest_folder
+
+    if not args.file.is_file():
+        return fail(f"no such file: {args.file}")
+    if bool(args.collection) == bool(args.root):
+        return fail("give exactly one of --root DIR (ingested) or --collection NAME (an existing collection)")
+    if args.root and not args.root.is_dir():
+        return fail(f"no such folder: {args.root}")
+    try:
+        questions = choose(load_answer_questions(args.file), args.split, args.limit)
+    except (ValueError, json.JSONDecodeError) as exc:
+        return fail(str(exc))
+    if not questions:
+        return fail(f"no questions in split {args.split!r} of {args.file}")
+    temp = None
+    if args.collection:
+        data_dir, collection = settings.data_dir, args.collection
+    else:
+        data_dir = args.store.expanduser() if args.store else Path(temp := tempfile.mkdtemp(prefix="assistant-eval-"))
+        collection = EVAL_COLLECTION
+    settings = settings.model_copy(update={"data_dir": data_dir})
+    err = Console(stderr=True)
+    store = Store(data_dir, database_url=settings.database_url)
+    try:
+        embedder = embedder_from(settings.embedder)
+        if args.root:
+            try:
+                with err.status(f"ingesting {args.root}…"):
+                    ingest_folder(store, embedder, args.root.resolve(), collection, settings)
+            except (StoreError, OSError) as exc:
+                return fail(f"ingesting {args.root} failed: {exc}")
+        if store.get_collection(collection) is None:
+            return fail(f"unknown collection {collection!r} in {data_dir}")
+        retriever = retriever_from(settings.retrieval, store, embedder, settings.embedder)
+        backend = create_backend(settings)
+
+        def progress(i: int, row: dict) -> None:
+            facts = "unanswerable" if row["unanswerable"] else f"facts {row['facts_found']}/{row['facts_expected']}"
+            err.print(terminal_safe(f"[{i}/{len(questions)}] {facts}, abstained {row['abstained']}, cited {row['cited']}: "
+                                    f"{row['question'][:60]} -> {' '.join(row['answer'].split())[:120]}"),
+                      markup=False, highlight=False)
+
+        async def go() -> tuple[dict, list[dict]]:
+            try:
+                return await evaluate_answers(questions, collection, retriever=retriever, backend=backend,
+                                              settings=settings, progress=progress)
+            finally:
+                await backend.aclose()
+
+        totals, rows = asyncio.run(go())
+    finally:
+        store.close()
+        if temp:
+            shutil.rmtree(temp, ignore_errors=True)
+    gen = settings.generation
+    report = {
+        "file": str(args.file), "split": args.split, "collection": args.collection or str(args.root),
+        "backend": settings.backend, "model": getattr(backend, "model", None),
+        "settings": {"k": settings.retrieval.k, "max_tokens": gen.max_tokens, "temperature": gen.temperature,
+                     "replace_unsupported": replaces_unsupported(settings)},
+        **totals, "details": rows,
+    }
+    if args.out:
+        args.out.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False))
+    else:
+        print_report(report)
+    return 0
+
+
+def print_report(report: dict) -> None:
+    """A row per question, then the totals."""
+    def mark(v: Any) -> str:
+        return "-" if v is None else ("yes" if v is True else "no" if v is False else f"{v:.2f}")
+
+    table = Table("#", "split", "facts", "file", "abst", "prec", "question", "answer",
+                  title=Text(terminal_safe(f"{report['file']} ({report['split']} split, {report['model']})")))
+    for i, r in enumerate(report["details"], 1):
+        facts = "unanswerable" if r["unanswerable"] else f"{r['facts_found']}/{r['facts_expected']}"
+        table.add_row(str(i), r["split"], facts, mark(r["right_file_cited"]), mark(r["abstained"]),
+                      mark(r["citation_precision"]), Text(terminal_safe(r["question"][:50])),
+                      Text(terminal_safe(" ".join(r["answer"].split())[:80])))
+    console = Console()
+    console.print(table)
+    totals = Table("measure", "value", title="totals")
+    for key, value in report.items():
+        if key not in ("details", "settings", "file") and not isinstance(value, dict):
+            totals.add_row(key, str(value))
+    console.print(totals)

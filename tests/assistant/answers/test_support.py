@@ -1,0 +1,194 @@
+"""The citation support check: sentences, scores and spans, abstentions, languages, and its agreement
+with the hand-labelled pairs it was tuned on."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from assistant.answers.support import (
+    NOT_IN_DOCUMENTS,
+    SUPPORT_THRESHOLD,
+    abstained,
+    agreement,
+    check_answer,
+    key_units,
+    language_of,
+    load_labels,
+    split_sentences,
+    support,
+    units,
+)
+
+ROOT = Path(__file__).resolve().parents[3]
+LABELS = ROOT / "tests" / "fixtures" / "eval" / "support-labels.jsonl"
+LEAVE_ZH = (ROOT / "tests" / "fixtures" / "zh-handbook" / "leave.md").read_text(encoding="utf-8")
+LEAVE_EN = (
+    "# Leave\n\nNew employees get 13 vacation days per year. Days not taken carry over to the next year.\n"
+    "Sick leave is separate: 10 days a year, with a note from a doctor after three days.\n"
+    "Ask your supervisor before booking travel."
+)
+
+
+def test_a_marker_after_end_punctuation_belongs_to_the_sentence_before() -> None:
+    answer = "Vacation is 13 days. [1] Sick leave is 10 days [2].\n- Ask your supervisor [1][3]"
+    sentences = split_sentences(answer)
+    assert [s.text for s in sentences] == [
+        "Vacation is 13 days. [1]", "Sick leave is 10 days [2].", "- Ask your supervisor [1][3]"
+    ]
+    assert [s.cited for s in sentences] == [[1], [2], [1, 3]]
+    for s in sentences:
+        assert answer[s.start : s.end] == s.text
+
+
+def test_decimals_and_abbreviations_do_not_end_a_sentence() -> None:
+    sentences = split_sentences("Version 3.5 of e.g. the tool runs. It works.")
+    assert [s.text for s in sentences] == ["Version 3.5 of e.g. the tool runs.", "It works."]
+
+
+def test_chinese_sentences_split_at_full_width_punctuation() -> None:
+    sentences = split_sentences("正式员工每年有 15 天年假。[1]病假是 10 天。[2]")
+    assert [(s.text, s.cited) for s in sentences] == [("正式员工每年有 15 天年假。[1]", [1]), ("病假是 10 天。[2]", [2])]
+
+
+def test_units_drop_stop_words_stem_plurals_and_keep_numbers_exactly() -> None:
+    assert units("The employees get 1,000 Vacation days [2].") == ("employe", "get", "1000", "vacation", "day")
+    assert "send_file" in units("Call send_file()")
+    assert units("年假") == ("年假",) and "年假" in units("带薪年假")
+    assert key_units("New employees in Austin get 13 days") == {"austin", "13"}
+
+
+def test_a_paraphrase_is_supported_with_its_span() -> None:
+    s = support("Employees receive 13 vacation days each year [1].", LEAVE_EN)
+    assert s.supported and s.score >= SUPPORT_THRESHOLD
+    assert LEAVE_EN[s.char_start : s.char_end] == "New employees get 13 vacation days per year."
+
+
+def test_a_list_item_s_number_is_not_part_of_the_claim() -> None:
+    assert support("2. Employees receive 13 vacation days each year.", LEAVE_EN).supported
+    assert support("- Employees receive 13 vacation days each year.", LEAVE_EN).supported
+
+
+def test_number_words_are_numbers() -> None:
+    assert support("A doctor's note is needed after 3 days of sick leave.", LEAVE_EN).supported
+    assert not support("A doctor's note is needed after five days of sick leave.", LEAVE_EN).supported
+    assert support("入职满5年后，年假增加到二十天。", LEAVE_ZH).supported
+
+
+def test_a_wrong_number_is_not_supported_but_points_at_the_passage() -> None:
+    s = support("Employees receive 15 vacation days each year.", LEAVE_EN)
+    assert not s.supported and s.score == 0.0
+    assert "13 vacation days" in LEAVE_EN[s.char_start : s.char_end]
+
+
+def test_an_unrelated_claim_has_no_span() -> None:
+    assert support("The cafeteria serves lunch.", LEAVE_EN) == support("The cafeteria serves lunch.", LEAVE_EN)
+    s = support("The cafeteria serves lunch.", LEAVE_EN)
+    assert (s.score, s.supported, s.char_start, s.char_end) == (0.0, False, -1, -1)
+
+
+def test_chinese_claims_are_scored_by_character_bigrams() -> None:
+    good = support("员工每年有 15 天带薪年假。", LEAVE_ZH)
+    assert good.supported and "15 天带薪年假" in LEAVE_ZH[good.char_start : good.char_end]
+    assert not support("员工每年有 12 天带薪年假。", LEAVE_ZH).supported
+    assert not support("公司每月组织一次团建活动。", LEAVE_ZH).supported
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The provided documents do not mention the parking policy.",
+        "The context doesn't say how long the trial lasts.",
+        "I could not find this in the sources.",
+        "There is no information about parking in the documents.",
+        NOT_IN_DOCUMENTS["en"],
+        NOT_IN_DOCUMENTS["zh"],
+        "文档中没有提到停车政策。",
+        "资料里没有相关信息。",
+        "无法从提供的文档中找到答案。",
+        "上下文没有提到这一点。",
+    ],
+)
+def test_abstentions_are_recognised(text: str) -> None:
+    assert abstained(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Employees get 13 vacation days [1].",
+        "Flask does not contain a database layer [2].",
+        "正式员工每年有 15 天带薪年假 [1]。",
+        "Vacation is 13 days [1]. The documents do not mention parking.",
+    ],
+)
+def test_answers_that_state_something_do_not_abstain(text: str) -> None:
+    assert not abstained(text)
+
+
+def test_language_is_chinese_when_cjk_dominates() -> None:
+    assert language_of("年假有几天？") == "zh"
+    assert language_of("Flask 的 send_file 函数怎么用？") == "zh"
+    assert language_of("How many vacation days do I get?") == "en"
+    assert language_of("What does 张三 do in the team?") == "en"
+    assert language_of("") == "en"
+
+
+def test_check_answer_counts_precision_coverage_and_unsupported() -> None:
+    answer = "Employees get 13 vacation days a year [1]. Sick leave needs a doctor's note [2]. Ask your supervisor first."
+    check = check_answer(answer, {1: LEAVE_EN, 2: "Expense reports are due monthly."})
+    assert [c.supported for c in check.sentences] == [True, False, None]
+    assert [c.claim for c in check.sentences] == [True, True, True]
+    assert check.citation_precision == 0.5
+    assert check.citation_coverage == pytest.approx(2 / 3, abs=1e-3)
+    assert not check.unsupported and not check.abstained
+
+    wrong = check_answer("Employees get 20 vacation days a year [1].", {1: LEAVE_EN})
+    assert wrong.unsupported and wrong.citation_precision == 0.0
+
+    unknown = check_answer("Employees get 13 vacation days a year [4].", {1: LEAVE_EN})
+    assert unknown.sentences[0].supports[4].supported is False
+
+    uncited = check_answer("Employees get 13 vacation days a year.", {1: "Expenses are due monthly.", 2: LEAVE_EN})
+    assert uncited.sentences[0].supported is None and uncited.citation_coverage == 0.0
+    assert not uncited.unsupported  # a shown source holds it, though it cites none
+    assert check_answer("Employees get 20 vacation days a year.", {1: LEAVE_EN}).unsupported
+
+
+def test_a_bare_number_is_a_claim_and_a_leading_marker_cites_it() -> None:
+    check = check_answer("[1] 15", {1: "P0 incidents are acknowledged within 15 minutes."})
+    assert check.sentences[0].sentence.cited == [1] and check.sentences[0].claim and check.sentences[0].supported
+    assert check_answer("[1] 5", {1: "P0 incidents are acknowledged within 15 minutes."}).unsupported
+    assert not check_answer("Yes. [1]", {1: LEAVE_EN}).sentences[0].claim
+
+
+def test_an_abstaining_answer_has_no_claims() -> None:
+    check = check_answer("The documents do not mention parking.", {1: LEAVE_EN})
+    assert check.abstained and not check.unsupported
+    assert check.citation_coverage is None and check.citation_precision is None
+
+
+def test_agreement_with_the_hand_labels() -> None:
+    labels = load_labels(str(LABELS))
+    assert len(labels) >= 40
+    assert {bool(r["supported"]) for r in labels} == {True, False}
+    figure = agreement(labels)
+    held_out = [r for r in labels if r["split"] == "held_out"]
+    print(f"support agreement: {figure:.3f} over {len(labels)} pairs at threshold {SUPPORT_THRESHOLD}, "
+          f"{agreement(held_out):.3f} over the {len(held_out)} held out")
+    assert figure >= 0.85 and len(held_out) >= 20 and agreement(held_out) >= 0.85
+
+
+def test_the_agreement_command_prints_json() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "assistant.answers.support", str(LABELS)], capture_output=True, text=True,
+        check=True, cwd=ROOT,
+    )
+    report = json.loads(out.stdout)
+    assert report["pairs"] >= 40 and report["threshold"] == SUPPORT_THRESHOLD
+    assert report["agreement"] == round(agreement(load_labels(str(LABELS))), 4)
+    assert set(report["by_split"]) == {"dev", "held_out"}

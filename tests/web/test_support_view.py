@@ -1,0 +1,179 @@
+"""The page shows how well an answer's sources support it: the real server (echo backend giving fixed
+answers to known questions) over one small document, in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+from typing import Iterator
+
+import httpx
+import pytest
+
+from assistant.answers.support import NOT_IN_DOCUMENTS, support
+from indexes.diversity import merge_texts
+from tests.web.conftest import assistant_command, base_env, ingest, running_server, strict_page, write_folder
+from tests.web.test_looks import axe_problems
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+expect = sync_api.expect
+
+pytestmark = pytest.mark.browser
+
+ANSWER_TIMEOUT_MS = 60_000  # the first question also warms the embedder up on a shared CPU
+
+LIGHTHOUSE = """# The harbour lighthouse
+
+The harbour lighthouse was built in 1874 from granite quarried on the island.
+Its lamp can be seen twenty nautical miles out on a clear night.
+"""
+
+SUPPORTED = "The harbour lighthouse was built in 1874 from granite quarried on the island."
+UNSUPPORTED = "Its keeper's cat won the county fair prize in 1990."
+MIXED = ("When was the harbour lighthouse built?", f"{SUPPORTED} [1] {UNSUPPORTED} [1]")
+REPLACED = ("What colour is the keeper's boat?", "The keeper's boat is painted bright orange with a blue stripe. [1]")
+ABSTAINED = ("Who owns the lighthouse today?", NOT_IN_DOCUMENTS["en"])
+
+
+@pytest.fixture(scope="module")
+def support_server(tmp_path_factory) -> Iterator[str]:
+    """A server whose echo backend answers three known questions with fixed replies, over a collection
+    holding one short document; unsupported answers are replaced."""
+    root = tmp_path_factory.mktemp("support-web")
+    data = root / "data"
+    env = base_env(
+        ASSISTANT_BACKEND="echo",
+        ASSISTANT_ECHO_REPLIES=json.dumps(dict([MIXED, REPLACED, ABSTAINED])),
+        ASSISTANT_GENERATION_REPLACE_UNSUPPORTED="on",
+    )
+    ingest(assistant_command(), write_folder(root / "harbour", {"lighthouse.md": LIGHTHOUSE}), "harbour", data, env)
+    with running_server(root, data, env) as base:
+        yield base
+
+
+@pytest.fixture
+def page(browser, support_server):
+    pg, errors, context = strict_page(browser, support_server)
+    yield pg
+    context.close()
+    assert not errors, f"errors on the page: {errors}"
+
+
+def ask(page, question: str):
+    """Ask in a new conversation; the turn's locator once its answer is complete."""
+    page.click("#new-chat")
+    page.fill("#question", question)
+    page.press("#question", "Enter")
+    turn = page.locator(".turn").last
+    expect(turn.locator(".answer-block > .answer")).to_have_attribute("aria-busy", "false", timeout=ANSWER_TIMEOUT_MS)
+    expect(turn.locator(".timings")).to_be_visible()  # the done event arrived
+    return turn
+
+
+def open_page(page) -> None:
+    page.goto("/")
+    expect(page.locator("#collection")).to_be_enabled()
+    page.select_option("#collection", "harbour")
+
+
+def test_citations_sentences_and_the_supporting_span(page, support_server):
+    open_page(page)
+    turn = ask(page, MIXED[0])
+    answer = turn.locator(".answer-block > .answer")
+    expect(turn.locator(".turn-error")).to_have_count(0)
+
+    chips = answer.locator("a.citation")
+    expect(chips).to_have_count(2)
+    expect(chips.nth(0)).to_have_attribute("data-support", "supported")
+    expect(chips.nth(0)).to_have_attribute("aria-label", "Source 1: Supported (about 100% of the claim is found in the source)")
+    expect(chips.nth(1)).to_have_attribute("data-support", "weak")
+    assert "Weakly or not supported" in chips.nth(1).get_attribute("aria-label")
+
+    unsupported = answer.locator(".sentence.unsupported")
+    expect(unsupported).to_have_count(1)
+    assert unsupported.inner_text().startswith(UNSUPPORTED)
+    flag = answer.locator(".claim-flag")
+    expect(flag).to_have_count(1)
+    assert flag.get_attribute("aria-label").startswith("This sentence is not supported by the source it cites")
+    expect(answer.locator(".sentence:not(.unsupported)")).to_have_count(1)
+    expect(turn.locator(".answer-check")).to_have_count(0)  # one claim is supported: no note on the whole answer
+
+    card = turn.locator(".source-card").first
+    expect(card).to_have_attribute("data-support", "supported")
+    expect(card.locator(".source-support")).to_contain_text("Supported")
+    expect(card.locator(".source-support .support-score")).to_have_text("about 100% of the claim is found in the source")
+
+    chunk_id = card.get_attribute("data-chunk")
+    context = httpx.get(f"{support_server}/api/chunks/{chunk_id}/context", timeout=10).json()
+    text = next(c["text"] for c in context["chunks"] if c["target"])
+    span = support(SUPPORTED, text)
+    assert span.supported and 0 <= span.char_start < span.char_end
+    expected = text[span.char_start:span.char_end]
+    assert "built in 1874" in expected
+
+    chips.nth(0).click()  # the citation opens its source's passage
+    mark = page.locator("#preview mark.support-span")
+    expect(mark).to_have_count(1)
+    expect(mark).to_have_text(expected)
+    expect(mark).to_be_in_viewport()
+    for scheme in ("light", "dark"):  # the marks keep their contrast in both
+        page.emulate_media(color_scheme=scheme)
+        assert not axe_problems(page), scheme
+    page.click("#preview-close")
+    page.emulate_media(color_scheme="dark")
+    assert not axe_problems(page), "the answer with its marks, dark"
+
+    page.evaluate("localStorage.setItem('rag.lang', 'zh')")
+    page.reload()  # the saved turn comes back with its sources' support, in Chinese
+    restored = page.locator(".turn").last
+    expect(restored.locator(".source-card").first.locator(".support-label")).to_have_text("有依据")
+    expect(restored.locator(".source-card").first.locator(".support-score")).to_have_text("来源中约含该说法 100% 的内容")
+    # a saved turn keeps no per-sentence check: a source cited twice cannot say which citation it supports
+    expect(restored.locator("a.citation")).to_have_count(2)
+    expect(restored.locator("a.citation[data-support]")).to_have_count(0)
+
+
+def test_a_span_over_merged_chunks_lands_on_each_chunk_as_python_merged_them(page):
+    """Adjacent chunks of one source are merged (their shared lines once): the span's offsets count in
+    the merged text, code points as Python counts them (an emoji is one)."""
+    first = "def first():\n    return 1\n\n# a shared tail line of the two chunks\n"
+    second = "# a shared tail line of the two chunks\ndef second():\n    return 2 + 3  # 🚀 fast\n"
+    third = "   \n\ndef third():\n    return 'x'\n"
+    merged = merge_texts([first, second, third])
+    start, end = merged.index("return 1"), merged.index("third()") + len("third")
+    page.goto("/")
+    pieces = page.evaluate(
+        """async ([chunks, span]) => {
+             const { spanInChunks } = await import("/static/sources.js");
+             const ranges = spanInChunks(chunks, span);
+             return chunks.filter((c) => ranges.has(c.chunk_id)).map((c) => c.text.slice(...ranges.get(c.chunk_id)));
+           }""",
+        [[{"chunk_id": i, "text": t} for i, t in enumerate((first, second, third))],
+         {"char_start": start, "char_end": end}],
+    )
+    assert pieces == ["return 1\n\n# a shared tail line of the two chunks\n", "def second():\n    return 2 + 3  # 🚀 fast",
+                      "def third"]
+    assert "\n".join([pieces[0] + pieces[1], pieces[2]]) == merged[start:end]
+
+
+def test_a_replaced_answer_shows_the_model_answer_on_request_and_an_abstained_one_says_so(page):
+    open_page(page)
+    turn = ask(page, REPLACED[0])
+    expect(turn.locator(".answer-block > .answer")).to_have_text(NOT_IN_DOCUMENTS["en"])
+    expect(turn.locator(".answer-check.replaced")).to_be_visible()
+    expect(turn.get_by_role("button", name="Show the model's answer anyway")).to_have_attribute("aria-expanded", "false")
+    toggle = turn.locator(".show-model-answer")
+    model = turn.locator(".model-answer")
+    expect(model).to_be_hidden()
+    toggle.click()
+    expect(model).to_be_visible()
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    expect(toggle).to_have_text("Hide the model's answer")
+    expect(model.locator(".answer")).to_contain_text("bright orange with a blue stripe")
+    expect(model.locator(".sentence.unsupported")).to_have_count(1)
+    expect(model.locator("a.citation")).to_have_attribute("data-support", "weak")
+    toggle.click()
+    expect(model).to_be_hidden()
+
+    turn = ask(page, ABSTAINED[0])
+    expect(turn.locator(".answer-check.abstained")).to_have_text("∅ The answer says the documents do not contain this.")
+    expect(turn.locator(".show-model-answer")).to_have_count(0)
