@@ -71,7 +71,8 @@ class Candidates:
 
 
 META_COLUMNS = (
-    "c.id, c.document_id, c.ordinal, d.path, c.symbol, c.line_start IS NOT NULL "
+    # line-cited: code and plain text; Markdown, reST and HTML chunks have lines too, but are prose
+    "c.id, c.document_id, c.ordinal, d.path, c.symbol, c.line_start IS NOT NULL AND d.kind NOT IN ('md', 'rst', 'html') "
     "FROM chunk c JOIN document d ON d.id = c.document_id"
 )
 

@@ -30,6 +30,8 @@ class Element:
     Code elements may carry the symbol they belong to and a unit number: consecutive elements of one
     unit (a function, a class header) are chunked together and never mixed with another unit.
     anchor, when set on a heading, is the fragment the source itself uses for it (an HTML id).
+    marks, when set, are (offset in text, source line) of words found in the source (see
+    `ingest.source_lines`): the text was rewritten, so its line breaks are not the file's.
     """
 
     text: str
@@ -41,6 +43,7 @@ class Element:
     symbol: str = ""
     unit: int | None = None
     anchor: str | None = None
+    marks: list[tuple[int, int]] | None = None
 
 
 @dataclass

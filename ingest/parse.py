@@ -1,5 +1,8 @@
 """Files to elements: text with its kind, page, heading level and lines, via `unstructured`.
 
+Markdown, reStructuredText and HTML elements get their lines from the file afterwards
+(`ingest.source_lines`): the partitioners do not keep them.
+
 Every failure is per file and carries a reason a user can act on (`ParseError.reason`); nothing a
 single file contains may raise anything else out of `parse()`.
 """
@@ -16,6 +19,7 @@ from ingest import offline
 from ingest.code import code_elements, fallback_elements
 from ingest.elements import Element, Parsed, ParseError
 from ingest.pdf import looks_garbled, ocr_available, pdf_problem, pdf_title
+from ingest.source_lines import SourceLines, add_lines
 from ingest.sources import SourceFile
 from ingest.text import TextDecodeError, decode_text_info, line_blocks, looks_binary, strip_controls
 
@@ -237,10 +241,12 @@ def _markdown(text: str, stem: str) -> Parsed:
     elements = (convert(_partition("md.partition_md", text=body, languages=NO_LANGUAGE_DETECTION), leveled=True)
                 if body.strip() else [])
     explicit_anchors(elements)
+    add_lines(elements, SourceLines(body, first_line=text.count("\n") - body.count("\n") + 1))
     title = str(meta.get("title") or "").strip() or first_heading(elements) or stem
     if not elements and meta:
         # A page that is only front matter (a redirect, a stub): what it says is its content.
         elements = [Element(front_matter_text(meta), "text")]
+        add_lines(elements, SourceLines(text))
     return Parsed(title, "md", elements, "heading", {"front_matter": meta} if meta else {})
 
 
@@ -270,6 +276,7 @@ def _html_elements(html: str) -> tuple[list[Element], str]:
 
 def _html(text: str, stem: str) -> Parsed:
     elements, title = _html_elements(text)
+    add_lines(elements, SourceLines(text, html=True))
     return Parsed(title or first_heading(elements) or stem, "html", elements, "heading")
 
 
@@ -280,6 +287,7 @@ def _rst(text: str, stem: str) -> Parsed:
     except ImportError:
         return _plain(text, "rst", stem)
     elements, _ = _html_elements(rst_to_html(text))
+    add_lines(elements, SourceLines(text))
     return Parsed(first_heading(elements) or stem, "rst", elements, "heading")
 
 

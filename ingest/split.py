@@ -14,6 +14,7 @@ between its statements (elements), with no overlap, and its chunks carry the uni
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
 
@@ -43,6 +44,49 @@ class Piece:
     line_end: int | None = None
     heading: bool = False
     code: bool = False
+    marks: tuple[tuple[int, int], ...] = ()  # (offset in text, line) where the text's lines are known
+
+
+Marks = tuple[tuple[int, int], ...]
+
+
+def element_marks(el: Element, prefix: int = 0) -> Marks:
+    """Where an element's characters lie in its file, as (offset, line) marks: the marks it carries
+    (text rewritten by a partitioner), else one per line of its text from line_start (text read
+    verbatim); () when its lines are unknown. prefix: characters put before its text."""
+    if el.marks:
+        return ((0, el.marks[0][1]),) + tuple((o + prefix, line) for o, line in el.marks) if prefix else tuple(el.marks)
+    if el.line_start is None:
+        return ()
+    out, offset = [], prefix
+    for i, line in enumerate(el.text.split("\n")):
+        out.append((0 if i == 0 else offset, el.line_start + i))
+        offset += len(line) + 1
+    return tuple(out)
+
+
+def span_lines(marks: Marks, start: int, end: int) -> tuple[int | None, int | None]:
+    """The first and last lines of the characters [start, end): the line of the last mark at or
+    before start (else the first mark's), to the line of the last mark before end."""
+    if not marks:
+        return None, None
+    i = bisect_right(marks, start, key=_offset)
+    j = bisect_left(marks, end, key=_offset)
+    first = marks[i - 1][1] if i else marks[0][1]
+    return first, max(first, marks[j - 1][1]) if j else first
+
+
+def sub_marks(marks: Marks, start: int, end: int) -> Marks:
+    """The marks of the characters [start, end), shifted to start at 0 (the line at start first)."""
+    if not marks:
+        return ()
+    i = bisect_right(marks, start, key=_offset)
+    first = marks[i - 1][1] if i else marks[0][1]
+    return ((0, first),) + tuple((o - start, line) for o, line in marks[i : bisect_left(marks, end, key=_offset)])
+
+
+def _offset(mark: tuple[int, int]) -> int:
+    return mark[0]
 
 
 @dataclass
@@ -131,6 +175,7 @@ def _sections(elements: list[Element], count: CountTokens, budget: int, unit_bud
             if section.pieces:
                 yield section
             title = " ".join(el.text.split())
+            lines = span_lines(element_marks(el), 0, len(el.text))
             while stack and stack[-1][0] >= el.heading_level:
                 stack.pop()
             stack.append((el.heading_level, title[:MAX_HEADING_CHARS]))
@@ -139,7 +184,8 @@ def _sections(elements: list[Element], count: CountTokens, budget: int, unit_bud
             seen_slugs[base] = n + 1
             anchor = el.anchor or (base if n == 0 else f"{base}-{n}")
             section = Section(_path(stack), anchor)
-            section.pieces.extend(_pieces(Element(title, "title", el.page), count, budget, "\n\n", heading=True))
+            heading = Element(title, "title", el.page, None, *lines)
+            section.pieces.extend(_pieces(heading, count, budget, "\n\n", heading=True))
             previous_kind = "title"
             continue
         sep = "\n" if el.kind == "list" and previous_kind == "list" else "\n\n"
@@ -157,7 +203,7 @@ def _unit_pieces(el: Element, count: CountTokens, budget: int, sep: str) -> list
     """A statement of a code unit as one piece, or line by line when it is longer than a chunk."""
     n = count(el.text)
     if n <= budget:
-        return [Piece(el.text, n, sep, el.page, el.line_start, el.line_end, code=True)]
+        return [Piece(el.text, n, sep, el.page, el.line_start, el.line_end, code=True, marks=element_marks(el))]
     return _pieces(el, count, budget, sep)
 
 
@@ -186,17 +232,22 @@ def _pieces(el: Element, count: CountTokens, budget: int, sep: str, heading: boo
     """An element as pieces: lines for code, sentences otherwise, each no longer than budget."""
     out: list[Piece] = []
     if el.kind == "code":
+        marks, offset = element_marks(el), 0
         for i, line in enumerate(el.text.split("\n")):
-            ln = el.line_start + i if el.line_start is not None else None
-            base = Piece(line.rstrip(), count(line), sep if i == 0 else "\n", el.page, ln, ln, code=True)
+            end = offset + len(line)
+            ln, le = span_lines(marks, offset, max(end, offset + 1))
+            base = Piece(line.rstrip(), count(line), sep if i == 0 else "\n", el.page, ln, le, code=True,
+                         marks=sub_marks(marks, offset, end))
             out.extend(_fit(base, count, budget))
+            offset = end + 1
         return out
-    text = ("- " + el.text) if el.kind == "list" else el.text
+    prefix = "- " if el.kind == "list" else ""
+    text, marks = prefix + el.text, element_marks(el, len(prefix))
     for i, (s, e) in enumerate(sentence_spans(text)):
         sentence = text[s:e]
-        ln = el.line_start + text.count("\n", 0, s) if el.line_start is not None else None
-        le = ln + sentence.count("\n") if ln is not None else None
-        base = Piece(sentence, count(sentence), sep if i == 0 else " ", el.page, ln, le, heading=heading)
+        ln, le = span_lines(marks, s, e)
+        base = Piece(sentence, count(sentence), sep if i == 0 else " ", el.page, ln, le, heading=heading,
+                     marks=sub_marks(marks, s, e))
         out.extend(_fit(base, count, budget))
     return out
 
@@ -207,14 +258,14 @@ def _fit(piece: Piece, count: CountTokens, budget: int) -> list[Piece]:
         return [piece]
     parts: list[Piece] = []
     words = [(m.start(), m.end()) for m in _WORD.finditer(piece.text)]
-    start, total, line = None, 0, piece.line_start
+    start, total = None, 0
     for ws, we in words:
         n = count(piece.text[ws:we])
         if start is not None and total + n > budget:
-            parts.append(_part(piece, piece.text[start:prev_end], total, line, not parts))
-            line = _advance(line, piece.text[start:ws])
+            parts.append(_part(piece, start, prev_end, total, not parts))
             start, total = None, 0
         if n > budget:  # one word longer than a chunk: cut it where the tokens run out
+            line, _ = span_lines(piece.marks, ws, we)
             parts.extend(_cut_word(piece, piece.text[ws:we], count, budget, line, first=not parts))
             continue
         if start is None:
@@ -222,17 +273,15 @@ def _fit(piece: Piece, count: CountTokens, budget: int) -> list[Piece]:
         total += n
         prev_end = we
     if start is not None:
-        parts.append(_part(piece, piece.text[start:prev_end], total, line, not parts))
+        parts.append(_part(piece, start, prev_end, total, not parts))
     return parts
 
 
-def _part(piece: Piece, text: str, tokens: int, line: int | None, first: bool) -> Piece:
-    end = line + text.count("\n") if line is not None else None
-    return replace(piece, text=text, tokens=tokens, sep=piece.sep if first else " ", line_start=line, line_end=end)
-
-
-def _advance(line: int | None, consumed: str) -> int | None:
-    return line + consumed.count("\n") if line is not None else None
+def _part(piece: Piece, start: int, end: int, tokens: int, first: bool) -> Piece:
+    """The characters [start, end) of a piece, with their own lines."""
+    ln, le = span_lines(piece.marks, start, end)
+    return replace(piece, text=piece.text[start:end], tokens=tokens, sep=piece.sep if first else " ", line_start=ln,
+                   line_end=le, marks=sub_marks(piece.marks, start, end))
 
 
 def _cut_word(piece: Piece, word: str, count: CountTokens, budget: int, line: int | None, first: bool) -> list[Piece]:
@@ -247,7 +296,8 @@ def _cut_word(piece: Piece, word: str, count: CountTokens, budget: int, line: in
                 hi = mid - 1
         head, word = word[:lo], word[lo:]
         sep = (piece.sep if first else " ") if not parts else ""
-        parts.append(replace(piece, text=head, tokens=count(head), sep=sep, line_start=line, line_end=line))
+        parts.append(replace(piece, text=head, tokens=count(head), sep=sep, line_start=line, line_end=line,
+                             marks=((0, line),) if line is not None else ()))
     return parts
 
 
@@ -310,8 +360,9 @@ def _overlap(cur: list[Piece], count: CountTokens, overlap: int, next_tokens: in
     if start is None:
         return []
     text = last.text[start:]
-    line = last.line_end - text.count("\n") if last.line_end is not None else None
-    return [replace(last, text=text, tokens=count(text), line_start=line, heading=False)]
+    line, _ = span_lines(last.marks, start, len(last.text))
+    return [replace(last, text=text, tokens=count(text), line_start=line, heading=False,
+                    marks=sub_marks(last.marks, start, len(last.text)))]
 
 
 def _chunk(section: Section, pieces: list[Piece], text: str, n: int, anchors: str) -> NewChunk:

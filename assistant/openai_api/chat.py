@@ -6,10 +6,18 @@ user and assistant turns the history; system messages are left out, the prompt k
 instructions. The backend's own model gets the conversation as it is, budgeted like a question:
 `max_tokens` capped by the generation settings, the prompt counted with the backend's tokenizer and
 refused when it cannot fit. Both paths give rag's events (`token`..., `sources`, `done` | `error`).
+
+A rag answer carries, beside `choices`, its `sources` (each with its `support`), the `check` of its
+citations and, when the check replaced the answer, `model_answer` (the model's own text; the content
+is then the replacement). With `append_sources` (the request's field, the model suffix `+sources`, or
+`v1.append_sources`) the content ends with the cited sources, numbered as the answer cites them:
+"\n\nSources:\n[1] docs/usage.md:10-24", the last content chunk of a stream. Such a list in an earlier
+assistant message of the request is dropped from the history.
 """
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -18,7 +26,10 @@ from typing import Any, AsyncIterator
 import anyio
 
 from assistant.backends.base import Backend, BackendBusy, BackendError, GenParams, Message
+from indexes.location import Location
+
 from assistant.answers.conversation import ConversationTurn, UnknownConversation
+from assistant.answers.prompts import prompt_location
 from assistant.openai_api.protocol import (
     CHAT_ROLES,
     ChatCompletionRequest,
@@ -29,6 +40,7 @@ from assistant.openai_api.protocol import (
     invalid,
     model_not_found,
     rag_collections,
+    sources_suffix,
 )
 from assistant.answers.rag import Event, PreparedAnswer, error_event, prepare
 from assistant.security.redaction import redact_text
@@ -36,6 +48,9 @@ from assistant.services import Services
 from assistant.settings import Settings
 
 MAX_HISTORY_TURNS = 20
+SOURCES_HEADING = "Sources:"
+# The list `append_sources` ends an answer with, as it comes back in a later request's history.
+APPENDED_SOURCES = re.compile(r"\n\n" + SOURCES_HEADING + r"\n(?:\[\d+\] [^\n]*(?:\n|\Z))+\Z")
 
 
 def message_text(message: ChatMessage, i: int) -> str:
@@ -75,8 +90,24 @@ def question_and_history(messages: list[Message], max_chars: int) -> tuple[str, 
     question = messages[-1]["content"].strip()
     if len(question) > max_chars:
         raise invalid(f"the question is too long: {len(question)} characters, at most {max_chars}", "messages")
-    turns = [dict(m) for m in messages[:-1] if m["role"] in ("user", "assistant") and m["content"].strip()]
+    turns = [dict(m, content=APPENDED_SOURCES.sub("", m["content"]) if m["role"] == "assistant" else m["content"])
+             for m in messages[:-1] if m["role"] in ("user", "assistant") and m["content"].strip()]
     return question, turns[-MAX_HISTORY_TURNS:]
+
+
+def source_place(source: dict) -> str:
+    """A source as the appended list names it: path:lines, path:p.page, else path (its headings)."""
+    where = Location.from_dict(source)
+    place = prompt_location(source.get("path", ""), where)
+    if place == source.get("path", "") and where.heading_path:
+        place += f" ({where.heading_path})"
+    return place
+
+
+def sources_text(sources: list[dict]) -> str:
+    """The cited sources as the lines appended to an answer, numbered as the answer cites them ('' for none)."""
+    lines = [f"[{s['n']}] {source_place(s)}" for s in sources if s.get("cited")]
+    return f"\n\n{SOURCES_HEADING}\n" + "\n".join(lines) if lines else ""
 
 
 def stop_list(stop: str | list[str] | None) -> list[str]:
@@ -103,6 +134,7 @@ class ChatRun:
     max_tokens: int
     stop: list[str] = field(default_factory=list)
     rag: bool = False
+    append_sources: bool = False  # end the text with the cited sources (rag answers)
 
     async def aclose(self) -> None:
         if self.prepared is not None:
@@ -128,8 +160,14 @@ async def start_chat(req: ChatCompletionRequest, services: Services) -> ChatRun:
     )
     names = rag_collections(req.model)
     if names is not None:
-        return await _start_rag(req.model, names, messages, services, settings.model_copy(update={"generation": gen}), stops,
-                                req.conversation_id)
+        run = await _start_rag(req.model, names, messages, services, settings.model_copy(update={"generation": gen}),
+                               stops, req.conversation_id)
+        suffixed = sources_suffix(req.model)[1]
+        run.append_sources = req.append_sources if req.append_sources is not None else (
+            suffixed or settings.v1.append_sources)
+        return run
+    if req.append_sources:
+        raise invalid("append_sources goes with a rag:<collection> model", "append_sources")
     if req.conversation_id is not None:
         raise invalid("conversation_id goes with a rag:<collection> model", "conversation_id")
     try:
@@ -264,6 +302,11 @@ class Outcome:
         counted = (self.done or {}).get("completion_tokens")
         return counted if isinstance(counted, int) else self.pieces
 
+    @property
+    def replaced(self) -> bool:
+        """Whether the check replaced the model's answer (`done.answer` is then the replacement)."""
+        return bool(((self.done or {}).get("check") or {}).get("replaced"))
+
     def usage(self) -> dict:
         prompt = int((self.done or {}).get("prompt_tokens") or 0)
         completion = self.completion_tokens()
@@ -319,30 +362,36 @@ async def completion(run: ChatRun) -> dict:
     outcome = Outcome()
     async for _ in texts(run, outcome):
         pass
+    content = (outcome.done or {}).get("answer", "") if outcome.replaced else outcome.text.strip()
+    if run.append_sources and not outcome.replaced:
+        content += sources_text(outcome.sources or [])
     body: dict[str, Any] = {
         "id": completion_id(),
         "object": "chat.completion",
         "created": int(time.time()),
         "model": run.model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": outcome.text.strip()},
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                      "finish_reason": outcome.finish_reason(run.max_tokens), "logprobs": None}],
         "usage": outcome.usage(),
     }
     if run.rag:
-        body["sources"] = outcome.sources or []
-        body.update(conversation_fields(outcome))
+        body.update(rag_fields(outcome))
     return body
 
 
-def conversation_fields(outcome: Outcome) -> dict:
-    """`conversation_id` and `turn_id` of an answer given in a saved conversation (else nothing)."""
+def rag_fields(outcome: Outcome) -> dict:
+    """What a rag answer carries beside `choices`: `sources`, the citations' `check`, `model_answer` when
+    the check replaced the answer, and `conversation_id` and `turn_id` in a saved conversation."""
     done = outcome.done or {}
-    return {key: done[key] for key in ("conversation_id", "turn_id") if key in done}
+    out: dict[str, Any] = {"sources": outcome.sources or []}
+    out.update({key: done[key] for key in ("check", "model_answer", "conversation_id", "turn_id") if key in done})
+    return out
 
 
 async def chunks(run: ChatRun, include_usage: bool = False) -> AsyncIterator[dict]:
-    """`chat.completion.chunk` objects: the role, the text pieces, then the finish reason (with `sources`
-    for rag models), then the usage when asked for; a failure midway is one `{"error": ...}` object."""
+    """`chat.completion.chunk` objects: the role, the text pieces (then the replacement of a replaced answer,
+    or the appended sources), then the finish reason (with `rag_fields` for rag models), then the usage
+    when asked for; a failure midway is one `{"error": ...}` object."""
     cid, created = completion_id(), int(time.time())
 
     def chunk(delta: dict, finish_reason: str | None = None, **extra: Any) -> dict:
@@ -357,7 +406,11 @@ async def chunks(run: ChatRun, include_usage: bool = False) -> AsyncIterator[dic
     except OpenAIError as exc:
         yield exc.body()
         return
-    extra = {"sources": outcome.sources or [], **conversation_fields(outcome)} if run.rag else {}
+    if outcome.replaced:  # the model's text is out already: the replacement follows it
+        yield chunk({"content": "\n\n" + (outcome.done or {}).get("answer", "")})
+    elif run.append_sources and (listed := sources_text(outcome.sources or [])):
+        yield chunk({"content": listed})
+    extra = rag_fields(outcome) if run.rag else {}
     yield chunk({}, outcome.finish_reason(run.max_tokens), **extra)
     if include_usage:
         yield {"id": cid, "object": "chat.completion.chunk", "created": created, "model": run.model, "choices": [],

@@ -1,7 +1,8 @@
 """The OpenAI protocol's shapes: its errors, the requests we accept, and the models we list.
 
 `GET /v1/models` lists the backend's model and one `rag:<collection>` model per collection (`rag:a,b`
-names several). chat.py answers chat completions, embeddings.py embeddings; no HTTP in
+names several; `rag:a+sources` is `rag:a` with its cited sources listed at the end of the answer text,
+for clients that can send no field of their own). chat.py answers chat completions, embeddings.py embeddings; no HTTP in
 any of them: every failure is an `OpenAIError` that the route answers with OpenAI's error shape
 `{"error": {"message", "type", "code", "param"}}` and its status.
 """
@@ -17,6 +18,7 @@ from assistant.backends.base import BackendBusy, BackendError
 from assistant.services import Services
 
 RAG_PREFIX = "rag:"
+SOURCES_SUFFIX = "+sources"  # not a character of a collection name (indexes.store.COLLECTION_NAME)
 CHAT_ROLES = ("system", "developer", "user", "assistant")
 MAX_MESSAGES = 200
 
@@ -88,6 +90,8 @@ class ChatCompletionRequest(BaseModel):
     user: str | None = Field(None, max_length=256)
     # Ours: continue a saved conversation (rag: models only); its stored turns are then the history.
     conversation_id: int | None = Field(None, ge=1, le=2**62)
+    # Ours: end a rag: answer's text with the sources it cites (else the model suffix, else `v1.append_sources`).
+    append_sources: bool | None = None
 
 
 class EmbeddingRequest(BaseModel):
@@ -102,8 +106,17 @@ class EmbeddingRequest(BaseModel):
 # --- models -----------------------------------------------------------------------------------------
 
 
+def sources_suffix(model: str) -> tuple[str, bool]:
+    """A `rag:` model name without its `+sources` suffix, and whether it had one."""
+    if model.startswith(RAG_PREFIX) and model.endswith(SOURCES_SUFFIX):
+        return model[: -len(SOURCES_SUFFIX)], True
+    return model, False
+
+
 def rag_collections(model: str) -> list[str] | None:
-    """The collections a `rag:` model name names (`rag:a,b` names two), or None for any other name."""
+    """The collections a `rag:` model name names (`rag:a,b` names two, `rag:a+sources` one), or None for
+    any other name."""
+    model = sources_suffix(model)[0]
     if not model.startswith(RAG_PREFIX):
         return None
     return list(dict.fromkeys(n.strip() for n in model[len(RAG_PREFIX):].split(",") if n.strip()))

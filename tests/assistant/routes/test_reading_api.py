@@ -49,7 +49,10 @@ async def test_a_chunk_comes_with_its_neighbours_in_reading_order(client, servic
     assert [c["chunk_id"] for c in body["chunks"]] == ids[1:4]
     assert [c["target"] for c in body["chunks"]] == [False, True, False]
     assert body["target"] == middle
-    assert body["document"]["path"] == "guide.md" and body["document"]["file_url"] == f"/api/documents/{guide['id']}/file"
+    target = body["chunks"][1]
+    assert body["document"]["path"] == "guide.md" and body["document"]["file_url"] == (
+        f"/api/documents/{guide['id']}/file?lines={target['line_start']}-{target['line_end']}#L{target['line_start']}")
+    assert body["document"]["numbered_lines"] is False  # Markdown chunks are rewritten text, not the file's lines
     assert all(c["heading_path"] for c in body["chunks"])
     first = (await client.get(f"/api/chunks/{ids[0]}/context")).json()
     assert [c["chunk_id"] for c in first["chunks"]] == ids[:3]  # two after, none before the first
@@ -63,9 +66,43 @@ async def test_code_chunks_carry_the_file_line_numbers(client, services):
     row = services.store.engine.connect().execute(
         text("SELECT id FROM chunk WHERE document_id = :d ORDER BY ordinal LIMIT 1"), {"d": tool["id"]}).first()
     body = (await client.get(f"/api/chunks/{row[0]}/context")).json()
+    assert body["document"]["numbered_lines"] is True and body["document"]["file_url"] == f"/api/documents/{tool['id']}/file"
     lines = (await client.get(body["document"]["file_url"])).text.splitlines()
     for c in body["chunks"]:
         assert c["text"].strip() == "\n".join(lines[c["line_start"] - 1:c["line_end"]]).strip()
+
+
+async def test_the_original_opens_at_a_markdown_chunks_lines(client, services, folder):
+    """Markdown chunks carry the lines of the file their words lie on; the passage's file_url opens the
+    original as numbered lines anchored at the chunk's first line, its lines marked, nothing rendered."""
+    import re
+    from html import unescape
+
+    guide = (await docs_by_path(client))["guide.md"]
+    ids = [r[0] for r in services.store.engine.connect().execute(
+        text("SELECT id FROM chunk WHERE document_id = :d ORDER BY ordinal"), {"d": guide["id"]})]
+    source = (folder / "guide.md").read_text().split("\n")
+    for chunk_id in ids:
+        body = (await client.get(f"/api/chunks/{chunk_id}/context", params={"neighbours": 0})).json()
+        [chunk] = body["chunks"]
+        a, b = chunk["line_start"], chunk["line_end"]
+        assert 1 <= a <= b <= len(source)
+        on_lines = set(re.findall(r"\w+", " ".join(source[a - 1 : b])))
+        assert set(re.findall(r"\w+", chunk["text"])) <= on_lines, (chunk["text"], a, b)
+        r = await client.get(body["document"]["file_url"])
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+        assert "sandbox" in r.headers["content-security-policy"]
+        assert f'<span id="L{a}">' in r.text
+        marked = re.findall(r'<mark><span id="L(\d+)">', r.text)
+        assert [int(n) for n in marked] == list(range(a, b + 1))
+        shown = [unescape(re.sub(r"<[^>]+>", "", row))[8:] for row in r.text.split("<pre>")[1].split("\n")]
+        assert shown[a - 1 : b] == source[a - 1 : b]
+
+    page = (await docs_by_path(client))["page.html"]
+    view = await client.get(f"/api/documents/{page['id']}/file", params={"lines": "1"})
+    assert "<script>" not in view.text and "&lt;script&gt;" in view.text  # the file's HTML is shown, not run
+    for bad in ("5-2", "0-3", "a-b", "3-", "1-2-3"):
+        assert (await client.get(f"/api/documents/{guide['id']}/file", params={"lines": bad})).status_code == 400
 
 
 async def test_original_files_are_served_as_safe_types(client, services, folder):
