@@ -119,18 +119,25 @@ def run_questions(args: argparse.Namespace, settings: Settings) -> int:
     from indexes.factory import embedder_from, retriever_from
     from indexes.store import Store, StoreError
 
-    from evals.eval_questions import evaluate_questions, ingest_folder, load_questions
+    from evals.eval_questions import by_package, choose_split, evaluate_questions, ingest_folder, load_questions
 
     if not args.file.is_file():
         return fail(f"no such file: {args.file}")
-    if not args.collection and not args.root:
+    roots: list[Path] = [r.resolve() for r in args.root or []]
+    if not args.collection and not roots:
         return fail("give --root DIR to ingest, or --collection NAME to use an existing collection")
-    if args.root and not args.root.is_dir():
-        return fail(f"no such folder: {args.root}")
+    for root in roots:
+        if not root.is_dir():
+            return fail(f"no such folder: {root}")
     try:
-        questions = load_questions(args.file)
+        loaded = load_questions(args.file)
+        questions = choose_split(loaded, args.split)
     except (ValueError, json.JSONDecodeError) as exc:
-        return fail(str(exc))
+        return fail(f"{args.file}: {exc}")
+    if not questions:
+        return fail(f"no questions in split {args.split!r} of {args.file}")
+    sets = sorted({q.set for q in questions if q.set})
+    set_name = ",".join(sets) if sets else args.file.stem
     temp = None
     ingest_report: dict = {}
     if args.collection:
@@ -142,17 +149,19 @@ def run_questions(args: argparse.Namespace, settings: Settings) -> int:
     store = Store(data_dir, database_url=settings.database_url)  # on PostgreSQL, data_dir holds the derived indexes
     embedder = embedder_from(settings.embedder)
     try:
-        if args.root and not args.collection:
+        if roots and not args.collection:
             try:
-                ingest_report = ingest_folder(store, embedder, args.root.resolve(), collection, settings)
+                ingest_report = ingest_folder(store, embedder, roots, collection, settings)
             except (StoreError, OSError) as exc:
-                return fail(f"ingesting {args.root} failed: {exc}")
+                return fail(f"ingesting {', '.join(map(str, roots))} failed: {exc}")
         if store.get_collection(collection) is None:
             return fail(f"unknown collection {collection!r} in {data_dir}")
         retriever = retriever_from(settings.retrieval, store, embedder, settings.embedder)
         metrics, details = evaluate_questions(retriever, collection, questions, k=max(args.k, 10),
-                                              root=args.root.resolve() if args.root else None)
-        out: dict = {**metrics, "questions": len(questions)}
+                                              root=roots or None)
+        out: dict = {**metrics, "set": set_name, "split": args.split, "questions": len(questions)}
+        if packages := by_package(questions, details):
+            out["by_package"] = packages
         if args.answers:
             from assistant.backends.factory import create_backend
 
@@ -176,7 +185,43 @@ def run_questions(args: argparse.Namespace, settings: Settings) -> int:
         table.add_row(str(i), str(d["rank"] or "-"), d["source"], d["question"])
     console = Console()
     console.print(table)
+    console.print(f"set {set_name}, split {args.split}, {len(questions)} questions")
     console.print("  ".join(f"{k} {v}" for k, v in out.items() if k.startswith("hit@") or k in ("file_mrr@10", "symbol_in_range", "fact_recall", "search_ms_p50")))
+    return 0
+
+
+def run_derive(args: argparse.Namespace, settings: Settings) -> int:
+    """`assistant eval derive code|sections`: write a derived question set as JSON Lines and print
+    its counts by split (and by package for code)."""
+    from collections import Counter
+
+    from evals import derive_questions as dq
+
+    roots = [r.expanduser() for r in args.roots]
+    for root in roots:
+        if not root.is_dir():
+            return fail(f"no such folder: {root}")
+    try:
+        if args.derive_kind == "code":
+            tune = tuple(t.strip() for t in args.tune.split(",") if t.strip())
+            rows = dq.code_questions(roots[0], args.package or None, tune)
+        else:
+            rows = dq.section_questions(dq.read_sections(roots), per_section=args.per_section,
+                                        per_document=args.per_document, set_name=args.set)
+    except (ValueError, OSError) as exc:
+        return fail(str(exc))
+    if not rows:
+        return fail(f"no question could be derived from {', '.join(map(str, roots))}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row.row(), ensure_ascii=False) + "\n")
+    summary: dict = {"out": str(args.out), "set": rows[0].set, "questions": len(rows),
+                     "by_split": dict(sorted(Counter(r.split for r in rows).items())),
+                     "documents_by_split": dict(sorted(Counter(sp for _, sp in {(r.source, r.split) for r in rows}).items()))}
+    if args.derive_kind == "code":
+        summary["by_package"] = {f"{p} ({sp})": n for (p, sp), n in sorted(Counter((r.package, r.split) for r in rows).items())}
+    print(json.dumps(summary, ensure_ascii=False))
     return 0
 
 
