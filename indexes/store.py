@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 from sqlalchemy import delete, func, update
@@ -106,6 +107,7 @@ class Store:
                                      load_ids=self.chunk_ids, load_vectors=self.chunk_vectors)
         self.lexical_copy = LexicalCopy(self.engine, self.data_dir / "lexical.db") if self.postgres else None
         self.lexical = CopiedLexical(self.lexical_copy) if self.lexical_copy else Lexical(self.engine)
+        self._index_embedders: dict[int, str] = {}  # collection id -> the embedder its loaded index holds
 
     def configure_lexical(self, kind: str = "auto", *, rank: str = "bm25", normalisation: int = 0) -> None:
         """Where lexical candidates come from: the store's FTS5 tables on SQLite; on PostgreSQL this
@@ -171,6 +173,19 @@ class Store:
                     f"the configured embedder {embedder} is {dim}-d"
                 )
             return coll
+
+    def has_chunks(self, collection: Collection) -> bool:
+        return bool(read_rows(self.engine, "SELECT 1 FROM chunk WHERE collection_id = ? LIMIT 1", (collection.id,)))
+
+    def settle_embedder(self, collection: Collection, embedder: str, dim: int) -> Collection:
+        """Record the embedder of a collection that has no chunks yet (created empty, or emptied), in one
+        statement that leaves it alone once chunks exist; the collection as it stands then."""
+        empty = ~select(Chunk.id).where(Chunk.collection_id == collection.id).exists()
+        with self.session() as s:
+            s.exec(update(Collection).where(Collection.id == collection.id, empty)
+                   .values(embedder=embedder, dim=dim, generation=Collection.generation + 1))
+            s.commit()
+        return self.require_collection(collection.name)
 
     def list_collections(self) -> list[dict]:
         with self.session() as s:
@@ -394,11 +409,19 @@ class Store:
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
     def vector_index(self, collection: Collection) -> VectorIndex:
-        """The collection's FAISS index at the store's current generation (loaded or rebuilt)."""
-        gen = read_rows(self.engine, "SELECT generation FROM collection WHERE id = ?", (collection.id,))
-        if not gen:
+        """The collection's FAISS index at the store's current generation (loaded or rebuilt).
+
+        An index is brought forward by the chunk ids added and removed since its generation, which a
+        re-embedding (same ids, new vectors) does not change: when the collection's embedder differs
+        from the one its index here was loaded under, the index is rebuilt from the stored vectors."""
+        row = read_rows(self.engine, "SELECT generation, embedder FROM collection WHERE id = ?", (collection.id,))
+        if not row:
             raise StoreError(f"collection {collection.name!r} no longer exists")
-        return self.vectors.get(collection.id, gen[0][0], collection.dim)
+        generation, embedder = row[0]
+        if self._index_embedders.setdefault(collection.id, embedder) != embedder:
+            self.vectors.drop(collection.id)
+            self._index_embedders[collection.id] = embedder
+        return self.vectors.get(collection.id, generation, collection.dim)
 
     def save_vectors(self, collection: Collection) -> None:
         """Make sure the current FAISS index of the collection is on disk under its generation."""
@@ -437,6 +460,60 @@ class Store:
             f"WHERE c.id IN ({marks})"
         )
         return {int(r[0]): ChunkRecord(*r[:8], Location(*r[8:])) for r in rows}
+
+    # --- re-embedding ---------------------------------------------------------------------------
+
+    def chunk_texts(self, collection: Collection, *, batch: int = 256) -> Iterator[list[tuple]]:
+        """(chunk id, document title, heading path, symbol, text, n_tokens) of every chunk of the
+        collection in id order, a batch at a time: what a re-embedding reads instead of the files."""
+        last = 0
+        while True:
+            rows = read_rows(
+                self.engine,
+                "SELECT c.id, d.title, c.heading_path, c.symbol, c.text, c.n_tokens FROM chunk c "
+                "JOIN document d ON d.id = c.document_id WHERE c.collection_id = ? AND c.id > ? ORDER BY c.id LIMIT ?",
+                (collection.id, last, batch),
+            )
+            if not rows:
+                return
+            yield rows
+            last = int(rows[-1][0])
+
+    def replace_embeddings(self, collection: Collection, generation: int, ids: np.ndarray, vectors: np.ndarray,
+                           embedder: str) -> Collection:
+        """Every chunk's vector, the collection's embedder and dimension, and the embedder its documents'
+        ingest parameters name (so the next ingest finds them unchanged), in one transaction: a crash
+        leaves the old vectors with the old embedder. Refused when the chunks changed since
+        `generation` (read before embedding them). The collection's FAISS files go first: an index is
+        then rebuilt from the new rows, never brought forward from the old model's vectors."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if len(ids) != len(vectors):
+            raise ValueError(f"{len(ids)} chunk ids but {len(vectors)} vectors")
+        dim = int(vectors.shape[1]) if vectors.ndim == 2 and vectors.shape[1] else collection.dim
+        self.vectors.drop(collection.id)
+        with self.session() as s:
+            raw = driver(s.connection())
+            old_gen, _ = self._bump(s, collection.id)  # the collection's row is locked from here to the commit
+            held = s.exec(select(func.count()).select_from(Chunk).where(Chunk.collection_id == collection.id)).one()
+            if old_gen != generation or held != len(ids):
+                s.rollback()
+                raise StoreError(f"collection {collection.name!r} changed while it was re-embedded (an ingest ran): "
+                                 "nothing was replaced; run it again")
+            for start in range(0, len(ids), 1024):
+                part = range(start, min(start + 1024, len(ids)))
+                rows = [(np.ascontiguousarray(vectors[i], dtype=np.float32).tobytes(), int(ids[i]), collection.id)
+                        for i in part]
+                raw.executemany("UPDATE chunk SET embedding = ? WHERE id = ? AND collection_id = ?", rows)
+            s.exec(update(Collection).where(Collection.id == collection.id).values(embedder=embedder, dim=dim))
+            for doc in s.exec(select(Document).where(Document.collection_id == collection.id)).all():
+                meta = json.loads(doc.meta or "{}")
+                if isinstance(meta, dict) and isinstance(meta.get("ingest"), dict):
+                    meta["ingest"]["embedder"] = embedder
+                    doc.meta = json.dumps(meta, default=str)
+                    s.add(doc)
+            s.commit()
+        self._index_embedders[collection.id] = embedder
+        return self.require_collection(collection.name)
 
     def counts(self, collection: Collection) -> tuple[int, int]:
         """(chunk rows, sum of the documents' n_chunks): equal in a consistent store."""

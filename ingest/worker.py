@@ -21,16 +21,17 @@ from typing import Any, Callable
 
 from sqlalchemy.exc import OperationalError
 
-from indexes.factory import embedder_from
+from indexes.factory import Embedders
 from indexes.jobs import Jobs, worker_name
 from indexes.lease import FileLeases
 from indexes.maintenance import check_store, purge_collection
 from indexes.models import IngestJob
 from indexes.store import Store, StoreError
 from ingest.chunking import EmbedderLike
-from ingest.pipeline import JobLink, Progress, ingest_paths
+from ingest.pipeline import JobLink, Progress, collection_embedder, ingest_paths
 from ingest.prepare import IngestOptions
 from ingest.shared_jobs import shared_job
+from ingest.sources import scan
 
 log = logging.getLogger("ingest.worker")
 
@@ -65,13 +66,15 @@ class Worker:
         self.name = name or worker_name()
         self.stop = threading.Event()
         self.progress = progress
-        self._embedder = embedder  # built from the settings on first use: a worker with no job loads no model
+        # Given one, every job uses it; else the embedders of the settings, each built (and its model
+        # loaded) on the first job of a collection that needs it: a worker with no job loads no model.
+        self.embedder: EmbedderLike | Embedders = embedder if embedder is not None else Embedders(settings.embedder)
 
-    @property
-    def embedder(self) -> EmbedderLike:
-        if self._embedder is None:
-            self._embedder = embedder_from(self.settings.embedder)
-        return self._embedder
+    def job_embedder(self, job: IngestJob, options: IngestOptions) -> EmbedderLike:
+        """The one embedder of a shared job: the collection's, or settled now from its files' language."""
+        paths = json.loads(job.params or "{}").get("paths", [])
+        scans = [scan(p, use_git=options.use_git, exclude=options.exclude) for p in paths]
+        return collection_embedder(self.store, self.embedder, job.collection, scans)[0]
 
     def check(self) -> list[str]:
         """Repair derived indexes that disagree with SQLite (after a crash); returns what was repaired."""
@@ -124,8 +127,9 @@ class Worker:
         """Take part in a job shared with other workers; a job that cannot run is closed with the reason."""
         params = json.loads(job.params or "{}")
         try:
-            return shared_job(self.store, self.jobs, self.leases, self.embedder, job, self.name,
-                              options_from(self.settings, params.get("options")), self.stop,
+            options = options_from(self.settings, params.get("options"))
+            return shared_job(self.store, self.jobs, self.leases, self.job_embedder(job, options), job, self.name,
+                              options, self.stop,
                               batch=self.settings.ingest.claim_files, poll_s=min(self.settings.ingest.worker_poll_s, 1.0))
         except Exception as exc:  # noqa: BLE001  (the job fails with the reason, the worker goes on)
             if not isinstance(exc, (FileNotFoundError, NotADirectoryError, StoreError, ValueError)):

@@ -112,7 +112,8 @@ def sample_questions(store: Store, n: int) -> list[tuple[str, str]]:
 def compare_searches(source: Store, target: Store, settings: Settings, n: int, k: int) -> list[dict]:
     """The top-k chunk ids of sampled questions on both stores, and whether they agree."""
     embedder = embedder_from(settings.embedder)
-    src, dst = retriever_from(settings.retrieval, source, embedder), retriever_from(settings.retrieval, target, embedder)
+    src = retriever_from(settings.retrieval, source, embedder, settings.embedder)  # each collection's own model
+    dst = retriever_from(settings.retrieval, target, embedder, settings.embedder)
     out = []
     for collection, question in sample_questions(source, n):
         a = [h.chunk_id for h in src.search(question, [collection], k)]

@@ -95,11 +95,16 @@ class NewCollection(BaseModel):
 
 @post("/api/collections", status_code=201, tags=["collections"], opt=scoped("ingest"))
 async def create_collection(services: Services, identity: Identity, data: NewCollection) -> dict:
-    """Create an empty collection with the configured embedder (409 when it exists)."""
+    """Create an empty collection with the configured embedder (409 when it exists); under "auto" its
+    embedder is left open ("") and chosen at its first ingest from the language of its documents."""
     check_name(data.name)
     identity.check_collection(data.name)
     if services.store.get_collection(data.name) is not None:
         raise HTTPException(status_code=409, detail=f"collection {data.name!r} already exists")
-    emb = services.embedder
-    coll = await to_thread.run_sync(services.store.ensure_collection, data.name, emb.name, emb.dim)
-    return {"name": coll.name, "documents": 0, "chunks": 0, "failed": 0, "embedder": coll.embedder}
+    if services.settings.embedder.model == "auto":
+        coll = await to_thread.run_sync(services.store.ensure_collection, data.name, "", 0)
+    else:
+        emb = services.embedder
+        coll = await to_thread.run_sync(lambda: services.store.ensure_collection(data.name, emb.name, emb.dim))
+    return {"name": coll.name, "documents": 0, "chunks": 0, "failed": 0, "embedder": coll.embedder,
+            "created_at": coll.created_at.isoformat()}
