@@ -29,7 +29,6 @@ import json
 import re
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean
@@ -47,7 +46,6 @@ from evals.eval_questions import fact_recall
 from evals.metrics import percentile
 
 SPLITS = ("tune", "report", "all")
-EVAL_COLLECTION = "eval"
 # Prompt scaffolding, chat-template tokens or copied source headers: none belongs in an answer.
 TEMPLATE_LEAK = re.compile(
     r"(?im)^\s*(?:answer|question|context|sources)\s*:|</?\s*sources\s*>|<\|im_(?:start|end)\|>|<\|endoftext\|>"
@@ -218,6 +216,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     from assistant.answers.rag import replaces_unsupported
     from assistant.backends.factory import create_backend
+    from evals.eval_commands import eval_place
     from evals.eval_questions import ingest_folder
 
     if not args.file.is_file():
@@ -232,12 +231,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return fail(str(exc))
     if not questions:
         return fail(f"no questions in split {args.split!r} of {args.file}")
-    temp = None
-    if args.collection:
-        data_dir, collection = settings.data_dir, args.collection
-    else:
-        data_dir = args.store.expanduser() if args.store else Path(temp := tempfile.mkdtemp(prefix="assistant-eval-"))
-        collection = EVAL_COLLECTION
+    data_dir, collection, temp = eval_place(args, settings)
     settings = settings.model_copy(update={"data_dir": data_dir})
     err = Console(stderr=True)
     store = Store(data_dir, database_url=settings.database_url)

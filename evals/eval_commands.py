@@ -39,6 +39,17 @@ def fail(message: str) -> int:
     return 2
 
 
+def eval_place(args: argparse.Namespace, settings: Settings) -> tuple[Path, str, str | None]:
+    """Where an evaluation reads: the configured data dir and --collection, else --store (kept) or a
+    temporary folder (returned third, for the caller to remove) holding the collection it ingests."""
+    if args.collection:
+        return settings.data_dir, args.collection, None
+    if args.store:
+        return args.store.expanduser(), EVAL_COLLECTION, None
+    temp = tempfile.mkdtemp(prefix="assistant-eval-")
+    return Path(temp), EVAL_COLLECTION, temp
+
+
 def _methods(arg: str | None, configured: str) -> list[str]:
     from evals.eval_retrieval import METHODS
 
@@ -138,13 +149,8 @@ def run_questions(args: argparse.Namespace, settings: Settings) -> int:
         return fail(f"no questions in split {args.split!r} of {args.file}")
     sets = sorted({q.set for q in questions if q.set})
     set_name = ",".join(sets) if sets else args.file.stem
-    temp = None
     ingest_report: dict = {}
-    if args.collection:
-        data_dir, collection = settings.data_dir, args.collection
-    else:
-        data_dir = args.store.expanduser() if args.store else Path(temp := tempfile.mkdtemp(prefix="assistant-eval-"))
-        collection = EVAL_COLLECTION
+    data_dir, collection, temp = eval_place(args, settings)
     settings = settings.model_copy(update={"data_dir": data_dir})
     store = Store(data_dir, database_url=settings.database_url)  # on PostgreSQL, data_dir holds the derived indexes
     embedder = embedder_from(settings.embedder)
