@@ -201,11 +201,19 @@ def strict_page(browser, base_url: str, **context_args):
     return pg, errors, context
 
 
+@contextmanager
+def checked_page(browser, base_url: str):
+    """strict_page's page for the length of a fixture: its context closed after, and a failure when the
+    page logged an error (a CSP violation is one)."""
+    pg, errors, context = strict_page(browser, base_url)
+    yield pg
+    context.close()
+    assert not errors, f"errors on the page: {errors}"
+
+
 @pytest.fixture
 def page(browser, live_server):
     """A fresh browser context (empty localStorage) on the served page, under a strict
     Content-Security-Policy; fails on page errors and console errors (a CSP violation is one)."""
-    pg, errors, context = strict_page(browser, live_server)
-    yield pg
-    context.close()
-    assert not errors, f"errors on the page: {errors}"
+    with checked_page(browser, live_server) as pg:
+        yield pg

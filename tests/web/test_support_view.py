@@ -11,7 +11,7 @@ import pytest
 
 from assistant.answers.support import NOT_IN_DOCUMENTS, support
 from indexes.diversity import merge_texts
-from tests.web.conftest import assistant_command, base_env, ingest, running_server, strict_page, write_folder
+from tests.web.conftest import assistant_command, base_env, checked_page, ingest, running_server, write_folder
 from tests.web.test_looks import axe_problems
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
@@ -52,10 +52,8 @@ def support_server(tmp_path_factory) -> Iterator[str]:
 
 @pytest.fixture
 def page(browser, support_server):
-    pg, errors, context = strict_page(browser, support_server)
-    yield pg
-    context.close()
-    assert not errors, f"errors on the page: {errors}"
+    with checked_page(browser, support_server) as pg:
+        yield pg
 
 
 def ask(page, question: str):

@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from tests.support.wait import wait_until
-from tests.web.conftest import DOCS, assistant_command, base_env, ingest, running_server, strict_page, write_folder
+from tests.web.conftest import DOCS, assistant_command, base_env, checked_page, ingest, running_server, write_folder
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 expect = sync_api.expect
@@ -33,10 +33,8 @@ def llama_web(tmp_path_factory):
 
 @pytest.fixture
 def llama_page(browser, llama_web):
-    pg, errors, context = strict_page(browser, llama_web)
-    yield pg
-    context.close()
-    assert not errors, f"errors on the page: {errors}"
+    with checked_page(browser, llama_web) as pg:
+        yield pg
 
 
 def in_flight(base: str) -> int:
