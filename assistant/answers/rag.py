@@ -8,7 +8,11 @@ unexpected) becomes one `error` event {"message", "code"} that ends the stream; 
 Once generated, the answer is checked against the prompt's sources (support.py): each source dict
 gains `support` ({"score", "supported", "span": {"char_start", "char_end", "line_start", "line_end",
 "page"}}, None when the answer does not cite it) and `done` gains `check` ({"sentences",
-"citation_precision", "citation_coverage", "abstained", "unsupported", "replaced"}). When the answer
+"citation_precision", "citation_coverage", "abstained", "unsupported", "replaced", "attributed"}).
+Before the check, citations are put where the sources support them (`support.attribute`): a claim
+that cites nothing or only sources that do not say it gets the source that does, `done.answer`
+carries the corrected markers, `done.model_answer` the model's own text and `check.attributed` lists
+each change. When the answer
 makes claims that no cited source supports and does not abstain, and `generation.replace_unsupported`
 is on, `done.answer` is NOT_IN_DOCUMENTS in the question's language, `done.model_answer` the model's
 own text (the one the `token` events streamed) and `check.replaced` true: a client shows `done.answer`
@@ -35,8 +39,8 @@ import anyio
 from indexes.retrieve import Hit, Retriever
 
 from assistant.backends.base import Backend, BackendBusy, BackendError, GenParams
-from assistant.answers.citations import CitationFilter
-from assistant.answers.support import NOT_IN_DOCUMENTS, AnswerCheck, check_answer, language_of
+from assistant.answers.citations import CitationFilter, cited_numbers
+from assistant.answers.support import NOT_IN_DOCUMENTS, AnswerCheck, attribute, check_answer, language_of
 from assistant.answers.prompts import Prompt, PromptTooLong, build_prompt
 from assistant.security.redaction import redact_text
 from assistant.settings import Settings
@@ -84,15 +88,18 @@ def replaces_unsupported(settings: Settings) -> bool:
     return mode == "on"
 
 
-def checked_answer(question: str, text: str, sources: list[Hit], replace: bool) -> tuple[AnswerCheck, dict, dict]:
-    """The check of an answer against the prompt's sources, the `check` of `done`, and what `done`
-    gains (`answer`, and `model_answer` when the answer is replaced)."""
-    check = check_answer(text, {n: h.text for n, h in enumerate(sources, start=1)})
+def checked_answer(question: str, text: str, texts: dict[int, str], replace: bool) -> tuple[AnswerCheck, dict, dict]:
+    """The check of an answer against the prompt's sources (number -> text), the `check` of `done`, and
+    what `done` gains (`answer`, and `model_answer` when that is not the model's text)."""
+    attributed = attribute(text, texts)
+    check = check_answer(attributed.answer, texts)
     replaced = replace and check.unsupported and not check.abstained
-    fields = {"answer": text}
+    fields = {"answer": attributed.answer}
+    if attributed.changes:
+        fields["model_answer"] = text
     if replaced:
         fields = {"answer": NOT_IN_DOCUMENTS[language_of(question)], "model_answer": text}
-    return check, dict(check.to_dict(), replaced=replaced), fields
+    return check, dict(check.to_dict(), replaced=replaced, attributed=attributed.changes), fields
 
 
 @dataclass
@@ -141,12 +148,15 @@ class PreparedAnswer:
         text = "".join(pieces).strip()
         check_started = time.perf_counter()
         try:
-            check, check_data, fields = checked_answer(self.question, text, prompt.sources_used, self.replace_unsupported)
+            check, check_data, fields = checked_answer(
+                self.question, text, {n: h.text for n, h in enumerate(prompt.sources_used, start=1)},
+                self.replace_unsupported)
         except Exception as exc:
             yield error_event(exc)
             return
         check_ms = (time.perf_counter() - check_started) * 1000
-        yield Event("sources", {"sources": source_dicts(prompt.sources_used, citations.cited, check)})
+        cited = citations.cited if check_data["replaced"] else cited_numbers(fields["answer"])
+        yield Event("sources", {"sources": source_dicts(prompt.sources_used, cited, check)})
         done: dict[str, Any] = {"answer": fields["answer"], "prompt_tokens": prompt.prompt_tokens}
         completion_tokens = getattr(self.stream, "completion_tokens", None)
         if isinstance(completion_tokens, int):

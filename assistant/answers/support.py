@@ -218,8 +218,8 @@ def _word_units(word: str) -> list[str]:
     """A word's units: itself (stemmed) unless a stop word. A snake_case identifier is itself and its
     parts; a dotted or hyphenated name (`app.run`, `werkzeug.utils.redirect`, `built-in`) is its parts,
     the last one first."""
-    word = re.sub(r"['’]s$", "", word)
-    if word in STOP_WORDS:
+    word = re.sub(r"['’]s$", "", word).strip("_")  # Markdown's `_1874_` emphasis; `__init__` is `init` on both sides
+    if not word or word in STOP_WORDS:
         return []
     if "." in word or "-" in word or "'" in word or "’" in word:  # dotted names, built-in, don't
         parts = [p for p in re.split(r"[.'’-]+", word) if p]
@@ -460,6 +460,55 @@ def check_answer(answer: str, sources: dict[int, str]) -> AnswerCheck:
         abstained=abstained(answer),
         unsupported=bool(claims) and not any_supported,
     )
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """An answer with its citations put where the sources support them (see `attribute`)."""
+
+    answer: str  # the answer with markers added or corrected
+    changes: list[dict]  # per changed sentence: {"start", "end", "was", "now"} (offsets into `answer`)
+
+
+def _set_markers(text: str, numbers: list[int]) -> str:
+    """A sentence with its own markers replaced by `numbers`, placed before its end punctuation."""
+    bare = MARKER.sub("", text).rstrip()
+    bare = re.sub(r"\s+([.!?。！？；])$", r"\1", bare)
+    markers = "".join(f"[{n}]" for n in numbers)
+    m = re.search(r"[.!?。！？；][\"'”’)]*$", bare)
+    if m is None:
+        return f"{bare} {markers}"
+    gap = "" if CJK_CHAR.search(bare[m.start() - 1: m.start()] or "") else " "
+    return f"{bare[:m.start()]}{gap}{markers}{bare[m.start():]}"
+
+
+def attribute(answer: str, sources: dict[int, str]) -> Attribution:
+    """Citations where the sources support them: a claim that cites nothing, or cites only sources that
+    do not support it, is given the source that supports it best, when one does (score at least
+    SUPPORT_THRESHOLD; ties go to the lower number). Supported citations are never touched, nor are
+    claims no source supports: the check then reports them as unsupported. Small models often forget
+    their markers or cite the neighbour of the source they copied from; the reader should still see
+    which source says it."""
+    out: list[str] = []
+    changes: list[dict] = []
+    at = 0
+    for sentence in split_sentences(answer):
+        if not _is_claim(sentence.text):
+            continue
+        if any(support(sentence.text, sources[n]).supported for n in sentence.cited if sources.get(n)):
+            continue
+        scored = [(support(sentence.text, text).score, -n, n) for n, text in sources.items() if text]
+        best = max(scored, default=None)
+        if best is None or best[0] < SUPPORT_THRESHOLD:
+            continue
+        out.append(answer[at:sentence.start])
+        start = sum(len(piece) for piece in out)
+        fixed = _set_markers(sentence.text, [best[2]])
+        out.append(fixed)
+        changes.append({"start": start, "end": start + len(fixed), "was": list(sentence.cited), "now": [best[2]]})
+        at = sentence.end
+    out.append(answer[at:])
+    return Attribution("".join(out), changes)
 
 
 def language_of(text: str) -> str:

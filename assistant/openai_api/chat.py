@@ -307,6 +307,13 @@ class Outcome:
         """Whether the check replaced the model's answer (`done.answer` is then the replacement)."""
         return bool(((self.done or {}).get("check") or {}).get("replaced"))
 
+    def answer(self) -> str:
+        """The whole answer: `done.answer` (the model's text with its citations checked, or the statement
+        that replaced it), unless a stop string of the request cut the model's text short."""
+        if self.replaced or (self.done and not self.stopped):
+            return str(self.done.get("answer", self.text.strip()))
+        return self.text.strip()
+
     def usage(self) -> dict:
         prompt = int((self.done or {}).get("prompt_tokens") or 0)
         completion = self.completion_tokens()
@@ -362,7 +369,7 @@ async def completion(run: ChatRun) -> dict:
     outcome = Outcome()
     async for _ in texts(run, outcome):
         pass
-    content = (outcome.done or {}).get("answer", "") if outcome.replaced else outcome.text.strip()
+    content = outcome.answer()
     if run.append_sources and not outcome.replaced:
         content += sources_text(outcome.sources or [])
     body: dict[str, Any] = {

@@ -15,6 +15,7 @@ from assistant.answers.support import (
     SUPPORT_THRESHOLD,
     abstained,
     agreement,
+    attribute,
     check_answer,
     key_units,
     language_of,
@@ -71,6 +72,11 @@ def test_a_paraphrase_is_supported_with_its_span() -> None:
 def test_a_list_item_s_number_is_not_part_of_the_claim() -> None:
     assert support("2. Employees receive 13 vacation days each year.", LEAVE_EN).supported
     assert support("- Employees receive 13 vacation days each year.", LEAVE_EN).supported
+
+
+def test_markdown_emphasis_is_not_part_of_a_word() -> None:
+    assert units("It opened in _1874_ and __init__ runs") == units("It opened in 1874 and init runs")
+    assert support("The lighthouse was built in _1874_.", "The lighthouse was built in 1874.").supported
 
 
 def test_number_words_are_numbers() -> None:
@@ -164,6 +170,25 @@ def test_a_bare_number_is_a_claim_and_a_leading_marker_cites_it() -> None:
     assert check.sentences[0].sentence.cited == [1] and check.sentences[0].claim and check.sentences[0].supported
     assert check_answer("[1] 5", {1: "P0 incidents are acknowledged within 15 minutes."}).unsupported
     assert not check_answer("Yes. [1]", {1: LEAVE_EN}).sentences[0].claim
+
+
+def test_attribute_cites_the_source_that_supports_an_uncited_or_miscited_claim() -> None:
+    sources = {1: "Expense reports are due monthly.", 2: LEAVE_EN}
+    answer = "Employees get 13 vacation days a year. Expense reports are due monthly [2]. Ask first [1]."
+    out = attribute(answer, sources)
+    assert out.answer == "Employees get 13 vacation days a year [2]. Expense reports are due monthly [1]. Ask first [1]."
+    assert [(c["was"], c["now"]) for c in out.changes] == [([], [2]), ([2], [1])]
+    assert [out.answer[c["start"]:c["end"]] for c in out.changes] == [
+        "Employees get 13 vacation days a year [2].", "Expense reports are due monthly [1]."]
+    check = check_answer(out.answer, sources)
+    assert check.citation_coverage == 1.0 and check.sentences[0].supported and check.sentences[1].supported
+
+    # a supported citation, a claim no source holds and a sentence that states nothing stay as they are
+    kept = "Employees get 13 vacation days a year [2]. Interns get 40 days. Yes."
+    assert attribute(kept, sources).answer == kept and not attribute(kept, sources).changes
+    # Chinese: the marker goes before the full stop, with no space
+    zh = attribute("员工每年有13天年假。", {1: "员工每年有13天年假，未休完的可以结转。"})
+    assert zh.answer == "员工每年有13天年假[1]。"
 
 
 def test_an_abstaining_answer_has_no_claims() -> None:
