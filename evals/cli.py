@@ -142,6 +142,8 @@ def add_eval_answers(sub: argparse._SubParsersAction) -> None:
     where = a.add_mutually_exclusive_group(required=True)
     where.add_argument("--root", type=Path, help="folder the sources are relative to; ingested into a temporary collection")
     where.add_argument("--collection", "-c", help="use this existing collection of the data directory")
+    where.add_argument("--rescore", type=Path, metavar="REPORT",
+                       help="judge the answers of a saved --out report again with today's answer check (no model runs)")
     a.add_argument("--store", type=Path, help="ingest --root into this data directory and keep it (re-runs skip unchanged files)")
     a.add_argument("--split", choices=eval_answers.SPLITS, default="all", help="questions of this half only (default all)")
     a.add_argument("--limit", type=positive_int, help="answer only the first N questions of the split")

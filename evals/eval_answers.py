@@ -18,6 +18,9 @@ must abstain, answerable ones must not), whether the answer is in the question's
 answers, template text leaking into answers ("Answer:", the sources tag, chat-template tokens),
 answers replaced because nothing they claimed was supported, time to the first token and decode
 speed ((completion tokens - 1) / time after the first token).
+
+Each row keeps the model's own text and the sources its prompt held, so `--rescore REPORT` judges a
+saved report again with today's answer check and facts, without running the model.
 """
 
 from __future__ import annotations
@@ -146,7 +149,36 @@ async def ask(q: AnswerQuestion, collection: str, *, retriever, backend, setting
     if done.get("model_answer") is not None and done["model_answer"] != answer:
         row["model_answer"] = done["model_answer"]
     row.update(score_answer(q, answer, cited, texts, done))
+    # What `--rescore` needs to judge the same answer again with a changed check: the model's own text
+    # and the sources its prompt held.
+    row["model_text"] = done.get("model_answer", answer)
+    row["prompt_sources"] = [{"n": n, "path": h.path, "text": h.text}
+                             for n, h in enumerate(prepared.prompt.sources_used if prepared.prompt else [], start=1)]
     return row
+
+
+def rescore(q: AnswerQuestion, row: dict[str, Any], replace: bool) -> dict[str, Any]:
+    """A saved row judged again from its model text and prompt sources with today's answer check and
+    facts (no model runs): what a change to the check would have shown the reader."""
+    from assistant.answers.citations import cited_numbers
+    from assistant.answers.rag import checked_answer
+
+    texts = {int(s["n"]): str(s["text"]) for s in row["prompt_sources"]}
+    paths = {int(s["n"]): str(s["path"]) for s in row["prompt_sources"]}
+    model_text = str(row["model_text"])
+    _, check, fields = checked_answer(q.question, model_text, texts, replace)
+    answer = fields["answer"]
+    cited = [] if check["replaced"] else list(dict.fromkeys(paths[n] for n in cited_numbers(answer) if n in paths))
+    done = {"check": check, "model_answer": fields.get("model_answer"), "completion_tokens": row.get("completion_tokens"),
+            "timings": {}}
+    out = {key: row[key] for key in ("question", "split", "unanswerable", "source") if key in row}
+    out.update(answer=answer, cited=cited)
+    if model_text != answer:
+        out["model_answer"] = model_text
+    out.update(score_answer(q, answer, cited, texts, done))
+    out.update(ttft_ms=row.get("ttft_ms"), tokens_per_s=row.get("tokens_per_s"), model_text=model_text,
+               prompt_sources=row["prompt_sources"])
+    return out
 
 
 def _rate(values: list[bool]) -> float | None:
@@ -221,6 +253,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     if not args.file.is_file():
         return fail(f"no such file: {args.file}")
+    if args.rescore:
+        return run_rescore(args, settings)
     if bool(args.collection) == bool(args.root):
         return fail("give exactly one of --root DIR (ingested) or --collection NAME (an existing collection)")
     if args.root and not args.root.is_dir():
@@ -274,6 +308,35 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                      "replace_unsupported": replaces_unsupported(settings)},
         **totals, "details": rows,
     }
+    return emit(report, args)
+
+
+def run_rescore(args: argparse.Namespace, settings: Settings) -> int:
+    """`--rescore REPORT`: the answers of a saved report (`--out`) judged again, with today's check and
+    the facts of FILE; the questions of FILE's chosen split that the report answered."""
+    from assistant.answers.rag import replaces_unsupported
+
+    try:
+        saved = json.loads(args.rescore.read_text(encoding="utf-8"))
+        questions = {q.question: q for q in choose(load_answer_questions(args.file), args.split, None)}
+        rows = [r for r in saved["details"] if r.get("question") in questions]
+        if any("model_text" not in r or "prompt_sources" not in r for r in rows):
+            return fail(f"{args.rescore} holds no model texts and prompt sources (made before --rescore existed)")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return fail(f"cannot rescore {args.rescore}: {exc}")
+    rows = rows[: args.limit] if args.limit else rows
+    if not rows:
+        return fail(f"{args.rescore} answers no question of split {args.split!r} of {args.file}")
+    replace = replaces_unsupported(settings)
+    details = [rescore(questions[r["question"]], r, replace) for r in rows]
+    report = {key: saved.get(key) for key in ("file", "collection", "backend", "model")}
+    report.update(split=args.split, rescored=str(args.rescore),
+                  settings=dict(saved.get("settings") or {}, replace_unsupported=replace),
+                  **summarise(details), details=details)
+    return emit(report, args)
+
+
+def emit(report: dict, args: argparse.Namespace) -> int:
     if args.out:
         args.out.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     if args.json:

@@ -82,9 +82,13 @@ def load_questions(path: Path) -> list[Question]:
 
 def ingest_folder(store: Store, embedder: EmbedderLike, root: Path | list[Path], collection: str, settings: Any) -> dict:
     """Ingest ROOT (or several roots, each file's path relative to its own) into the collection as
-    `assistant ingest` would (same options); the run's report."""
+    `assistant ingest` would (same options, and a new collection gets the embedder `assistant ingest`
+    would choose for it: under "auto" the one its language needs); the run's report."""
+    from indexes.factory import Embedders
+
     roots = root if isinstance(root, list) else [root]
-    return ingest_paths(store, embedder, roots, collection, options=options_from(settings)).to_dict()
+    embedders = Embedders(settings.embedder, loaded=embedder)
+    return ingest_paths(store, embedders, roots, collection, options=options_from(settings)).to_dict()
 
 
 def normalise(text: str) -> str:

@@ -142,6 +142,23 @@ def test_the_command_runs_the_answer_path_with_the_echo_backend(tmp_path, questi
     printed = capsys.readouterr().out
     assert "report split" in printed and "Which password manager" in printed and "parental" not in printed
 
+    # --rescore judges the saved answers again from their model texts and prompt sources, with no model
+    row = out["details"][0]
+    assert row["model_text"].startswith("Echo:") and row["prompt_sources"][0]["path"] == "leave/parental.md"
+    saved = json.loads(out_file.read_text())
+    saved["details"][0]["model_text"] = "Parental leave is 12 weeks."  # a model that forgot its marker
+    out_file.write_text(json.dumps(saved))
+    assert main(["eval", "answers", str(questions_file), "--rescore", str(out_file), "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    first = again["details"][0]
+    assert first["answer"] == "Parental leave is 12 weeks [1]." and first["cited"] == ["leave/parental.md"]
+    assert first["model_answer"] == "Parental leave is 12 weeks." and first["facts_found"] == 2
+    assert again["questions"] == 3 and again["rescored"] == str(out_file)
+    del saved["details"][1]["model_text"]
+    out_file.write_text(json.dumps(saved))
+    assert main(["eval", "answers", str(questions_file), "--rescore", str(out_file)]) == 2
+    assert "holds no model texts" in capsys.readouterr().err
+
 
 def test_the_command_refuses_bad_input(tmp_path, questions_file, capsys):
     assert main(["eval", "answers", str(tmp_path / "none.jsonl"), "--collection", "docs", "--data-dir", str(tmp_path)]) == 2
