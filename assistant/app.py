@@ -32,6 +32,7 @@ from assistant.routes.ask import ask
 from assistant.routes.collections import CollectionController, create_collection
 from assistant.routes.conversations import ConversationController
 from assistant.routes.deps import provide_identity, provide_services
+from assistant.routes.errors import code_of, coded_error_response
 from assistant.routes.health import health, status
 from assistant.routes.ingestion import add_source, delete_collection, delete_document, upload_documents
 from assistant.routes.jobs import JobController
@@ -66,11 +67,12 @@ def log_server_errors(logger: logging.Logger, scope: dict, tb: list[str]) -> Non
 
 
 def store_error_handler(_: Request, exc: StoreError) -> Response:
-    return Response({"status_code": 400, "detail": str(exc)}, status_code=400)
+    return Response({"status_code": 400, "detail": str(exc), "code": code_of(400)}, status_code=400)
 
 
 def busy_handler(_: Request, exc: BackendBusy) -> Response:
-    return Response({"status_code": 429, "detail": str(exc)}, status_code=429, headers={"Retry-After": str(exc.retry_after)})
+    return Response({"status_code": 429, "detail": str(exc), "code": code_of(429)}, status_code=429,
+                    headers={"Retry-After": str(exc.retry_after)})
 
 
 GIL_SWITCH_INTERVAL_S = 0.0005
@@ -139,7 +141,10 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
             json_bounds(),  # JSON bodies: nesting depth (400) and size (413), the /mcp mount's too
         ],
         before_send=[security_headers],  # every response, 404s and refusals included
-        exception_handlers={StoreError: store_error_handler, BackendBusy: busy_handler},
+        exception_handlers={  # every error body names a `code` (assistant/routes/errors.py)
+            HTTPException: coded_error_response, 500: coded_error_response,
+            StoreError: store_error_handler, BackendBusy: busy_handler,
+        },
         cors_config=CORSConfig(allow_origins=settings.server.cors_origins) if settings.server.cors_origins else None,
         openapi_config=OpenAPIConfig(
             title="Local RAG assistant", version="0.1.0", path="/api/docs",

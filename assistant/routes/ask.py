@@ -17,6 +17,7 @@ from assistant.answers.rag import prepare
 from assistant.answers.conversation import ConversationTurn, UnknownConversation
 from assistant.routes.conversations import require_own_conversation
 from assistant.routes.deps import MAX_ROW_ID, require_collection
+from assistant.routes.errors import coded
 from assistant.routes.sse import EVENT_STREAM, to_message
 from assistant.services import Services
 from assistant.telemetry import Telemetry
@@ -73,9 +74,10 @@ def validate_ask(services: Services, data: AskRequest, identity: Identity) -> li
     question = data.question.strip()
     limit = services.settings.server.max_question_chars
     if not question:
-        raise ValidationException("the question is empty")
+        raise coded(ValidationException("the question is empty"), "question_empty")
     if len(question) > limit:
-        raise ValidationException(f"the question is too long: {len(question)} characters, at most {limit}")
+        raise coded(ValidationException(f"the question is too long: {len(question)} characters, at most {limit}",
+                                        extra={"length": len(question), "limit": limit}), "question_too_long")
     scope = data.scope()
     if not scope:
         raise ValidationException("name a collection to ask (`collection` or `collections`)")

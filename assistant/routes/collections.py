@@ -17,6 +17,7 @@ from indexes.models import Chunk, Collection, Document
 
 from assistant.security.access import Identity, scoped
 from assistant.routes.deps import RowId, check_name, require_collection
+from assistant.routes.errors import coded
 from assistant.services import Services
 
 
@@ -100,7 +101,7 @@ async def create_collection(services: Services, identity: Identity, data: NewCol
     check_name(data.name)
     identity.check_collection(data.name)
     if services.store.get_collection(data.name) is not None:
-        raise HTTPException(status_code=409, detail=f"collection {data.name!r} already exists")
+        raise coded(HTTPException(status_code=409, detail=f"collection {data.name!r} already exists"), "collection_exists")
     if services.settings.embedder.model == "auto":
         coll = await to_thread.run_sync(services.store.ensure_collection, data.name, "", 0)
     else:

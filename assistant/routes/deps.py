@@ -12,6 +12,7 @@ from litestar.params import Parameter
 from indexes.models import Collection
 from indexes.store import COLLECTION_NAME
 
+from assistant.routes.errors import coded
 from assistant.security.access import Identity, identity_of
 from assistant.services import Services
 
@@ -34,12 +35,12 @@ def require_collection(services: Services, name: str, identity: Identity) -> Col
     identity.check_collection(name)
     coll = services.store.get_collection(name)
     if coll is None:
-        raise NotFoundException(f"unknown collection: {name!r}")
+        raise coded(NotFoundException(f"unknown collection: {name!r}"), "unknown_collection")
     return coll
 
 
 def check_name(name: str) -> None:
     """400 for a collection name the store would refuse, with the rule."""
     if not COLLECTION_NAME.match(name):
-        raise ValidationException(f"invalid collection name {name!r}: use 1-64 letters, digits, '.', '_' or '-', "
-                                  "starting with a letter or digit")
+        raise coded(ValidationException(f"invalid collection name {name!r}: use 1-64 letters, digits, '.', '_' or "
+                                        "'-', starting with a letter or digit"), "invalid_collection_name")

@@ -23,6 +23,7 @@ from indexes.models import Document
 
 from assistant.security.access import Identity, scoped
 from assistant.routes.deps import RowId, check_name, require_collection
+from assistant.routes.errors import coded
 from assistant.services import Services
 from assistant.security.uploads import MB, PayloadTooLarge, bounded_receive, checked_names, save_all
 
@@ -38,12 +39,13 @@ def allowed_path(services: Services, raw: str) -> Path:
         raise PermissionDeniedException("no server-side folders may be ingested: set ingest.allowed_roots")
     path = Path(raw).expanduser()
     if not path.is_absolute():
-        raise ValidationException("the path must be absolute")
+        raise coded(ValidationException("the path must be absolute"), "path_not_absolute")
     real = path.resolve()
     if not any(real == r or real.is_relative_to(r) for r in roots):
-        raise PermissionDeniedException(f"{raw} is not inside an allowed folder ({', '.join(map(str, roots))})")
+        raise coded(PermissionDeniedException(f"{raw} is not inside an allowed folder ({', '.join(map(str, roots))})"),
+                    "path_outside_allowed")
     if not real.exists():
-        raise NotFoundException(f"no such file or folder: {raw}")
+        raise coded(NotFoundException(f"no such file or folder: {raw}"), "path_not_found")
     return real
 
 

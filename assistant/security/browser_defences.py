@@ -28,6 +28,7 @@ from litestar.enums import ScopeType
 from litestar.middleware import AbstractMiddleware, DefineMiddleware
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
+from assistant.routes.errors import code_of
 from assistant.security.access import LOOPBACK_NAMES
 from assistant.settings import Settings
 
@@ -125,7 +126,7 @@ class BrowserDefences(AbstractMiddleware):
 
     @staticmethod
     async def refuse(status: int, reason: str, send: Send) -> None:
-        body = json.dumps({"status_code": status, "detail": reason}).encode()
+        body = json.dumps({"status_code": status, "detail": reason, "code": code_of(status)}).encode()
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})

@@ -81,7 +81,7 @@ async def test_deeply_nested_json_is_400_on_every_route(client, url, shape, capl
             "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
     assert r.status_code == 400, (url, r.status_code, r.text[:200])
     assert r.json() == {"status_code": 400, "detail": f"the JSON body nests more than {MAX_JSON_DEPTH} arrays or "
-                                                      "objects inside one another"}
+                                                      "objects inside one another", "code": "invalid_request"}
     assert not [rec for rec in caplog.records if rec.levelno >= logging.ERROR]
 
 
