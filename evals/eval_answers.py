@@ -101,7 +101,7 @@ def choose(questions: list[AnswerQuestion], split: str, limit: int | None) -> li
 def score_answer(q: AnswerQuestion, answer: str, cited_paths: list[str], source_texts: dict[int, str],
                  done: dict[str, Any]) -> dict[str, Any]:
     """The measures of one answer (pure): what the reader was shown, against the question and its sources."""
-    check = support.check_answer(answer, source_texts)
+    check = support.check_answer(answer, source_texts, q.question)
     found, expected = fact_recall(answer, q.facts)
     timings = done.get("timings") or {}
     first, total = timings.get("first_token_ms"), timings.get("total_ms")
