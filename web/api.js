@@ -22,16 +22,41 @@ export class ApiError extends Error {
   }
 }
 
-/** Turn an error response (JSON {status_code, detail, extra?}) into one readable sentence. */
+/**
+ * The server's error codes the page says in its own words (assistant/routes/errors.py names them), with
+ * the values of the body's `extra`; any other code shows the server's own `detail`.
+ */
+const OWN_WORDS = {
+  collection_exists: "error.collectionExists",
+  invalid_collection_name: "docs.nameInvalid",
+  unknown_collection: "error.unknownCollection",
+  question_empty: "chat.empty",
+  question_too_long: "error.questionTooLong",
+  path_not_absolute: "error.pathNotAbsolute",
+  path_outside_allowed: "error.pathOutside",
+  path_not_found: "error.pathNotFound",
+};
+
+/** What an error body says: the page's words for a code it knows, else the server's detail and field errors. */
+function wordsOf(body, fallback) {
+  if (!body || typeof body !== "object") return fallback;
+  if (Object.hasOwn(OWN_WORDS, body.code)) {
+    const values = body.extra && typeof body.extra === "object" && !Array.isArray(body.extra) ? body.extra : {};
+    return t(OWN_WORDS[body.code], values);
+  }
+  let detail = body.detail ? String(body.detail) : fallback;
+  if (Array.isArray(body.extra) && body.extra.length) {
+    const parts = body.extra.map((e) => (e && (e.message || e.msg)) || "").filter(Boolean);
+    if (parts.length) detail += `: ${parts.join("; ")}`;
+  }
+  return detail;
+}
+
+/** Turn an error response (JSON {status_code, detail, code, extra?}) into one readable sentence. */
 async function describe(resp) {
   let detail = resp.statusText || "";
   try {
-    const body = await resp.json();
-    if (body && body.detail) detail = String(body.detail);
-    if (body && Array.isArray(body.extra) && body.extra.length) {
-      const parts = body.extra.map((e) => (e && (e.message || e.msg)) || "").filter(Boolean);
-      if (parts.length) detail += `: ${parts.join("; ")}`;
-    }
+    detail = wordsOf(await resp.json(), detail);
   } catch { /* not JSON: keep the status text */ }
   if (resp.status === 429) {
     const wait = resp.headers.get("Retry-After");

@@ -1,9 +1,10 @@
 // The page: three views (chat, documents, status) chosen by the URL hash, the conversations
-// sidebar, and the language switch. Plain ES modules, no build step.
+// sidebar (a drawer on phones: drawer.js), and the language switch. Plain ES modules, no build step.
 
 import { LANGUAGES, language, onLanguageChange, setLanguage, translate } from "./i18n.js";
 import { loadCollections, loadConversations, openConversation, startChat, wireChat } from "./chat.js";
 import { loadDocumentsView, wireDocuments } from "./documents.js";
+import { wireDrawer } from "./drawer.js";
 import { wirePreview } from "./sources.js";
 import { loadHealth, loadStatus, wireStatus } from "./status.js";
 
@@ -43,17 +44,9 @@ function wireLanguage() {
   });
 }
 
-function wireSidebar() {
-  const toggle = $("#sidebar-toggle");
-  toggle.addEventListener("click", () => {
-    const open = document.body.classList.toggle("sidebar-open");
-    toggle.setAttribute("aria-expanded", String(open));
-  });
-}
-
 translate();
 wireLanguage();
-wireSidebar();
+wireDrawer(); // before wireChat: Esc closes an open drawer before it stops an answer
 wireChat();
 wireDocuments();
 wireStatus();

@@ -3,6 +3,7 @@
 // done, how well its sources support it.
 
 import { api } from "./api.js";
+import { closeDrawer } from "./drawer.js";
 import { t } from "./i18n.js";
 import { decorateCode, markUnknownCitations, renderMarkdown } from "./markdown.js";
 import { el, jumpToSource, renderSources } from "./sources.js";
@@ -106,7 +107,10 @@ function conversationItem(c) {
   if (c.id === conversationId) li.setAttribute("aria-current", "true");
   const open = el("button", "conv-open", c.title || t("conv.untitled"));
   open.type = "button";
-  open.addEventListener("click", () => { openConversation(c.id); document.body.classList.remove("sidebar-open"); });
+  open.addEventListener("click", () => {
+    openConversation(c.id);
+    closeDrawer();
+  });
   const rename = el("button", "conv-rename quiet icon", "✎");
   rename.type = "button";
   rename.setAttribute("aria-label", `${t("conv.rename")}: ${c.title || t("conv.untitled")}`);
@@ -154,7 +158,11 @@ function startRename(li, c) {
       showStatus(err.message);
     }
   });
-  input.addEventListener("keydown", (ev) => { if (ev.key === "Escape") loadConversations({ redraw: true }); });
+  input.addEventListener("keydown", (ev) => {
+    if (ev.key !== "Escape") return;
+    ev.stopPropagation(); // Esc ends the rename, not the drawer it is in
+    loadConversations({ redraw: true });
+  });
   li.replaceChildren(form);
   input.focus();
   input.select();
@@ -442,7 +450,10 @@ export function wireChat() {
     if (ev.key === "Escape" && controller && !document.querySelector("dialog[open]")) stopAnswer();
   });
   els.stop.addEventListener("click", stopAnswer);
-  els.newChat.addEventListener("click", newConversation);
+  els.newChat.addEventListener("click", () => {
+    newConversation();
+    closeDrawer();
+  });
   els.convSearch.addEventListener("input", () => {
     clearTimeout(searchTimer);
     searchTimer = setTimeout(loadConversations, 200);

@@ -234,12 +234,33 @@ async function droppedFiles(items) {
   return files;
 }
 
+/**
+ * Show or clear the page's own message for a name the field's pattern (the server's rule) refuses; the
+ * form is `novalidate`, so the browser's generic "match the requested format" never shows.
+ */
+function markName(input, invalid) {
+  const error = $("#new-collection-error");
+  error.hidden = !invalid;
+  if (invalid) input.setAttribute("aria-invalid", "true");
+  else input.removeAttribute("aria-invalid");
+  input.setAttribute("aria-describedby", invalid ? "new-collection-hint new-collection-error" : "new-collection-hint");
+}
+
 export function wireDocuments() {
+  const input = $("#new-collection");
+  input.addEventListener("input", () => {
+    if (input.hasAttribute("aria-invalid") && !input.validity.patternMismatch) markName(input, false);
+  });
   $("#create-form").addEventListener("submit", async (ev) => {
     ev.preventDefault();
-    const input = $("#new-collection");
     const name = input.value.trim();
     if (!name) return;
+    input.value = name;
+    markName(input, input.validity.patternMismatch);
+    if (input.validity.patternMismatch) {
+      input.focus();
+      return;
+    }
     try {
       await api.createCollection(name);
       input.value = "";

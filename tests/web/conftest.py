@@ -202,10 +202,10 @@ def strict_page(browser, base_url: str, **context_args):
 
 
 @contextmanager
-def checked_page(browser, base_url: str):
-    """strict_page's page for the length of a fixture: its context closed after, and a failure when the
-    page logged an error (a CSP violation is one)."""
-    pg, errors, context = strict_page(browser, base_url)
+def checked_page(browser, base_url: str, **context_args):
+    """strict_page's page (its context made with context_args) for the length of a fixture: its context
+    closed after, and a failure when the page logged an error (a CSP violation is one)."""
+    pg, errors, context = strict_page(browser, base_url, **context_args)
     yield pg
     context.close()
     assert not errors, f"errors on the page: {errors}"
