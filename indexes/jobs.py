@@ -31,6 +31,28 @@ FINAL_FILE_STATES = ("done", "failed", "skipped", "removed")
 ACTIVE_FILE_STATES = ("parsing", "embedding")
 
 
+UNCHANGED = "unchanged"  # the reason of a file skipped because it is as it was ingested before
+
+# What kind of trouble a file's reason says (the words ingest/ writes), first match wins: the page names
+# each kind in its own words.
+REASON_KINDS = (
+    ("image file", "image"), ("binary file", "binary"), ("file too large", "too_large"), ("empty file", "empty"),
+    ("file holds only whitespace", "empty"), ("no text found", "no_text"), ("unsupported file type", "unsupported_type"),
+    ("generated file", "generated"), ("link to", "link"), ("not a regular file", "not_a_file"),
+    ("damaged", "damaged"), ("cannot read", "unreadable"),
+)
+
+
+def reason_kind(reason: str | None) -> str:
+    """The kind of a failed or skipped file's reason: image, binary, too_large, empty, ...; else other."""
+    text = (reason or "").strip().lower()
+    if text == UNCHANGED:
+        return UNCHANGED
+    if text.endswith("is not in the accepted file types"):
+        return "unsupported_type"
+    return next((kind for prefix, kind in REASON_KINDS if text.startswith(prefix)), "other")
+
+
 @dataclass
 class FileState:
     """A state change of one file of a job."""
@@ -289,7 +311,8 @@ class Jobs:
         return out
 
     def progress(self, job_id: int, *, errors: int = 100) -> dict[str, Any] | None:
-        """Everything a client shows about a job: counts, rate, ETA, current files and errors."""
+        """Everything a client shows about a job: counts, rate, ETA, current files, and the first `errors`
+        failed files and left-out (skipped, not unchanged) files with their reasons and kinds."""
         job = self.get(job_id)
         if job is None:
             return None
@@ -310,6 +333,12 @@ class Jobs:
         with self.session() as s:
             failed = s.exec(select(IngestFile.path, IngestFile.reason).where(
                 IngestFile.job_id == job_id, IngestFile.state == "failed").order_by(IngestFile.id).limit(errors)).all()
+            left_out = IngestFile.reason.is_(None) | (IngestFile.reason != UNCHANGED)
+            skipped = s.exec(select(IngestFile.path, IngestFile.reason).where(
+                IngestFile.job_id == job_id, IngestFile.state == "skipped", left_out)
+                .order_by(IngestFile.id).limit(errors)).all()
+            unchanged = s.exec(select(func.count()).where(
+                IngestFile.job_id == job_id, IngestFile.state == "skipped", IngestFile.reason == UNCHANGED)).one()
             current = s.exec(select(IngestFile.path).where(
                 IngestFile.job_id == job_id, IngestFile.state.in_(ACTIVE_FILE_STATES)).limit(5)).all()
         return {
@@ -324,6 +353,7 @@ class Jobs:
             "files_ingested": counts["done"],
             "files_failed": counts["failed"],
             "files_skipped": counts["skipped"],
+            "files_unchanged": int(unchanged),
             "files_pending": counts["pending"] + counts["parsing"] + counts["embedding"],
             "files_removed": counts["removed"],
             "chunks": counts["chunks"],
@@ -332,7 +362,8 @@ class Jobs:
             "rate_chunks_per_s": round(rate_chunks, 3),
             "eta_s": round(eta, 1) if eta is not None else None,
             "current": list(current),
-            "errors": [{"path": p, "reason": r} for p, r in failed],
+            "errors": [{"path": p, "reason": r, "kind": reason_kind(r)} for p, r in failed],
+            "skipped": [{"path": p, "reason": r, "kind": reason_kind(r)} for p, r in skipped],
             "attempts": job.attempts,
             "worker": job.worker,
             "created_at": _iso(job.created_at),

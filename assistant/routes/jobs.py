@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Annotated, Literal
 
 from anyio import to_thread
-from litestar import Controller, delete, get
-from litestar.exceptions import NotFoundException, PermissionDeniedException
+from litestar import Controller, delete, get, post
+from litestar.exceptions import ClientException, NotFoundException, PermissionDeniedException
 from litestar.params import Parameter
 
 from indexes.jobs import Jobs
@@ -15,6 +17,8 @@ from indexes.models import IngestJob
 from assistant.security.access import Identity, authorize, scoped
 from assistant.security.redaction import client_path, strip_server_paths
 from assistant.routes.deps import RowId
+from assistant.routes.errors import coded
+from assistant.routes.ingestion import allowed_path, enqueue, uploads_dir
 from assistant.services import Services
 
 JobStatusName = Literal["pending", "running", "done", "failed", "cancelled"]
@@ -55,6 +59,44 @@ def job_progress(services: Services, identity: Identity, job_id: int) -> dict:
     if info is None:
         raise NotFoundException(f"no job {job_id}")
     return shown_to_client(services, info)
+
+
+RETRYABLE_KINDS = ("sync", "upload")
+
+
+def retry_sources(sources: list[str], failed: set[str]) -> list[str]:
+    """The sources of a job that hold its failed files: a single file when it is one of them (a file source's
+    relative path is its name), a folder when one of them still lies in it (the folder's unchanged files are
+    then skipped by their hash, its failed ones read again)."""
+    out = []
+    for raw in sources:
+        path = Path(raw)
+        if path.is_dir() and any((path / rel).is_file() for rel in failed):
+            out.append(raw)
+        elif path.is_file() and path.name in failed:
+            out.append(raw)
+    return out
+
+
+def retry_failed(services: Services, identity: Identity, job_id: int) -> dict:
+    """A new job of the same kind over the sources of a job's failed files (uploads: the files the server
+    kept), checked again against the allowed folders; 409 when no failed file is left to read again."""
+    job = require_own_job(services, identity, job_id)
+    if job.kind not in RETRYABLE_KINDS:
+        raise coded(ClientException(f"a {job.kind} job has no files to retry", status_code=409), "nothing_to_retry")
+    failed = {f.path for f in jobs_of(services).files(job_id, state="failed", limit=100_000)}
+    sources = [str(p) for p in json.loads(job.params or "{}").get("paths") or []]
+    uploads = uploads_dir(services, job.collection).resolve()
+    paths = retry_sources(sources, failed)
+    for raw in paths:  # the rules of a new job's sources hold for a retry too
+        if job.kind == "upload":
+            if not Path(raw).resolve().is_relative_to(uploads):
+                raise PermissionDeniedException("an uploaded file lies outside the collection's uploads")
+        else:
+            allowed_path(services, raw)
+    if not paths:
+        raise coded(ClientException("no failed file of this job is left to read again", status_code=409), "nothing_to_retry")
+    return {**enqueue(services, job.collection, paths, job.kind, identity.key_id), "retried": len(failed)}
 
 
 class JobController(Controller):
@@ -99,6 +141,11 @@ class JobController(Controller):
             {"path": f.path, "state": f.state, "reason": strip_server_paths(f.reason or "", services.settings) or None, "chunks": f.chunks, "size": f.size,
              "updated_at": f.updated_at.isoformat()} for f in rows
         ]}
+
+    @post("/{job_id:int}/retry", status_code=202)
+    async def retry_job(self, services: Services, identity: Identity, job_id: RowId) -> dict:
+        """Queue a new job that reads a finished job's failed files again."""
+        return await to_thread.run_sync(retry_failed, services, identity, job_id)
 
     @delete("/{job_id:int}", status_code=200)
     async def cancel_job(self, services: Services, identity: Identity, job_id: RowId) -> dict:

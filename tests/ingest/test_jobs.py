@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import update
 
-from indexes.jobs import FileState, Jobs, worker_alive, worker_name
+from indexes.jobs import FileState, Jobs, reason_kind, worker_alive, worker_name
 from indexes.models import IngestJob, utcnow
 
 
@@ -68,8 +68,34 @@ def test_progress_counts_files_rate_and_eta_and_cancel(store):
     info = jobs.progress(job.id)
     assert (info["files_done"], info["files_ingested"], info["files_failed"], info["files_skipped"]) == (3, 1, 1, 1)
     assert info["chunks"] == 3 and info["current"] == ["f3.md"] and info["files_pending"] == 7
-    assert info["errors"] == [{"path": "f1.md", "reason": "empty file"}]
+    assert info["errors"] == [{"path": "f1.md", "reason": "empty file", "kind": "empty"}]
+    assert info["skipped"] == [] and info["files_unchanged"] == 1  # unchanged is not left out
     assert info["rate_files_per_s"] > 0 and info["eta_s"] == pytest.approx(7 / info["rate_files_per_s"], abs=0.1)
     assert jobs.cancel(job.id) and jobs.heartbeat(job.id, me) == "cancelled"
     assert not jobs.cancel(job.id)
     assert jobs.progress(job.id)["status"] == "cancelled"
+
+
+def test_left_out_files_are_listed_with_their_kind_bounded_with_their_count(store):
+    jobs = Jobs(store.engine)
+    job = jobs.enqueue(7, "docs", {"paths": ["/x"]})
+    jobs.record(job.id, [FileState(f"img{i}.png", "skipped", "image file: text in images is not read") for i in range(7)]
+                + [FileState("same.md", "skipped", "unchanged"), FileState("big.pdf", "failed", "file too large (9.0 MB)")])
+    info = jobs.progress(job.id, errors=5)
+    assert [s["path"] for s in info["skipped"]] == [f"img{i}.png" for i in range(5)]
+    assert {s["kind"] for s in info["skipped"]} == {"image"}
+    assert (info["files_skipped"], info["files_unchanged"]) == (8, 1)  # 7 left out, told by the counts
+    assert info["errors"] == [{"path": "big.pdf", "reason": "file too large (9.0 MB)", "kind": "too_large"}]
+
+
+@pytest.mark.parametrize(("reason", "kind"), [
+    ("image file: text in images is not read", "image"), ("binary file (unsupported type .bin)", "binary"),
+    ("empty file", "empty"), ("file holds only whitespace", "empty"), ("unchanged", "unchanged"),
+    ("type png is not in the accepted file types", "unsupported_type"),
+    ("unsupported file type: legacy Word .doc (needs LibreOffice; save as .docx)", "unsupported_type"),
+    ("file too large (3.0 MB; the limit is 1.0 MB)", "too_large"), ("generated file (marked so in its first lines)", "generated"),
+    ("link to a folder (not followed)", "link"), ("not a regular file (fifo)", "not_a_file"),
+    ("no text found in the file", "no_text"), ("damaged or invalid PDF", "damaged"), ("something new", "other"), (None, "other"),
+])
+def test_a_reason_names_its_kind(reason, kind):
+    assert reason_kind(reason) == kind

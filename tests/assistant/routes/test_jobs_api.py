@@ -3,6 +3,8 @@ jobs, GET /api/jobs/{id} reports them; documents and collections are deleted fas
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from sqlalchemy import text
 
@@ -59,8 +61,10 @@ async def test_server_side_source_is_queued_run_by_the_worker_and_reported(clien
     assert (info["files_total"], info["files_done"], info["files_ingested"]) == (3, 3, 1)
     assert (info["files_failed"], info["files_skipped"], info["eta_s"]) == (1, 1, 0.0)
     assert info["chunks"] == 1 and info["rate_files_per_s"] > 0
-    assert info["errors"] == [{"path": "locked.pdf", "reason": info["errors"][0]["reason"]}]
+    assert info["errors"] == [{"path": "locked.pdf", "reason": info["errors"][0]["reason"], "kind": "damaged"}]
     assert info["errors"][0]["reason"].startswith("damaged or invalid PDF")
+    assert info["skipped"] == [{"path": "empty.md", "reason": "empty file", "kind": "empty"}]
+    assert info["files_unchanged"] == 0
     files = (await client.get(f"/api/jobs/{job_id}/files", params={"state": "skipped"})).json()["files"]
     assert [(f["path"], f["reason"]) for f in files] == [("empty.md", "empty file")]
     listed = (await client.get("/api/jobs/", params={"collection": "team"})).json()
@@ -139,3 +143,39 @@ def test_serve_runs_a_worker_process_that_takes_queued_jobs(settings_factory, tm
         stop_worker(proc)
         store.close()
     assert proc.returncode == 0  # SIGTERM: a clean stop
+
+
+async def test_a_job_s_failed_files_are_retried_in_a_new_job_of_their_sources_only(client, services, allowed):
+    """A folder job: its folder again (the unchanged file skipped by its hash, the left-out one said so);
+    an upload job: only the uploaded files that failed, from the server's copy; nothing failed: 409."""
+    job_id = (await client.post("/api/collections/team/sources", json={"path": str(allowed / "team")})).json()["job"]
+    run_worker(services)
+    r = await client.post(f"/api/jobs/{job_id}/retry")
+    assert r.status_code == 202, r.text
+    again = r.json()
+    assert again["retried"] == 1 and again["job"] != job_id
+    run_worker(services)
+    info = (await client.get(f"/api/jobs/{again['job']}")).json()
+    assert [e["path"] for e in info["errors"]] == ["locked.pdf"]
+    assert (info["files_unchanged"], info["files_skipped"], info["files_ingested"]) == (1, 2, 0)
+    assert [(s["path"], s["kind"]) for s in info["skipped"]] == [("empty.md", "empty")]
+
+    files = [("files", ("rota.md", b"# Rota\n\nThe rota changes every Monday.\n", "text/markdown")),
+             ("files", ("broken.pdf", b"%PDF-1.4\nnot really a pdf\n", "application/pdf")),
+             ("files", ("photo.png", b"\x89PNG\r\n\x1a\n" + bytes(64), "image/png"))]
+    upload = (await client.post("/api/collections/team/documents", files=files, headers=UPLOAD)).json()["job"]
+    run_worker(services)
+    done = (await client.get(f"/api/jobs/{upload}")).json()
+    assert [(s["path"], s["kind"]) for s in done["skipped"]] == [("photo.png", "image")]
+    r = await client.post(f"/api/jobs/{upload}/retry")
+    assert r.status_code == 202, r.text
+    retried = (await client.get(f"/api/jobs/{r.json()['job']}")).json()
+    assert retried["kind"] == "upload" and [Path(p).name for p in retried["params"]["paths"]] == ["broken.pdf"]
+    run_worker(services)
+    r = await client.post(f"/api/jobs/{r.json()['job']}/retry")  # broken.pdf failed again: retried again
+    assert r.status_code == 202
+    clean = (await client.post("/api/collections/clean/documents", files=files[:1], headers=UPLOAD)).json()["job"]
+    run_worker(services)
+    r = await client.post(f"/api/jobs/{clean}/retry")
+    assert r.status_code == 409 and r.json()["code"] == "nothing_to_retry"
+    assert (await client.post("/api/jobs/99999/retry")).status_code == 404

@@ -129,6 +129,7 @@ DOORS: dict[tuple[str, str], Example] = {
     ("GET", "/api/jobs"): lambda w, c: {"params": {"collection": c}},
     ("GET", "/api/jobs/{job_id:int}"): lambda w, c: {},
     ("GET", "/api/jobs/{job_id:int}/files"): lambda w, c: {},
+    ("POST", "/api/jobs/{job_id:int}/retry"): lambda w, c: {},
     ("DELETE", "/api/jobs/{job_id:int}"): lambda w, c: {},
     ("GET", "/api/conversations"): lambda w, c: {},
     ("POST", "/api/conversations"): lambda w, c: {"json": {"title": "t", "collections": [c]}},
