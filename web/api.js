@@ -35,6 +35,7 @@ const OWN_WORDS = {
   path_not_absolute: "error.pathNotAbsolute",
   path_outside_allowed: "error.pathOutside",
   path_not_found: "error.pathNotFound",
+  nothing_to_retry: "error.nothingToRetry",
 };
 
 /** What an error body says: the page's words for a code it knows, else the server's detail and field errors. */
@@ -104,6 +105,7 @@ export const api = {
   },
   jobs: (collection) => getJSON(`/api/jobs?limit=20${collection ? `&collection=${encodeURIComponent(collection)}` : ""}`),
   job: (id) => getJSON(`/api/jobs/${id}`),
+  retryJob: (id) => sendJSON("POST", `/api/jobs/${id}/retry`),
   chunkContext: (id, neighbours = 2) => getJSON(`/api/chunks/${id}/context?neighbours=${neighbours}`),
   conversations: (q) => getJSON(`/api/conversations?limit=100${q ? `&q=${encodeURIComponent(q)}` : ""}`),
   conversation: (id) => getJSON(`/api/conversations/${id}`),

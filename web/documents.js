@@ -6,12 +6,14 @@ import { api } from "./api.js";
 import { t } from "./i18n.js";
 import { confirmThen, loadCollections as refreshPicker } from "./chat.js";
 import { el } from "./sources.js";
+import { FINISHED, counting, outcomes, shownSeconds, smoothEta } from "./jobs.js";
 
 const $ = (sel) => document.querySelector(sel);
 const POLL_MS = 1000;
 
 let selected = localStorage.getItem("rag.documents.collection") || "";
 const watched = new Map(); // job id -> timer
+const estimates = new Map(); // job id -> its smoothed time left (jobs.js)
 
 /** A job's or document's state in the page's language (as it is when there is no word for it). */
 function stateName(state) {
@@ -129,6 +131,55 @@ async function deleteDocument(doc) {
 
 // ---------------------------------------------------------------- jobs
 
+/** The job's facts line: its outcome once finished, else files done, rate and time left (or "counting files"). */
+function jobFacts(job) {
+  const n = outcomes(job);
+  if (FINISHED.includes(job.status)) {
+    const facts = [t("docs.outcome.ingested", { n: n.ingested })];
+    if (n.failed) facts.push(t("docs.outcome.failed", { n: n.failed }));
+    if (n.skipped) facts.push(t("docs.outcome.skipped", { n: n.skipped }));
+    if (n.unchanged) facts.push(t("docs.outcome.unchanged", { n: n.unchanged }));
+    return facts.join(t("docs.outcome.sep"));
+  }
+  if (counting(job)) return t(job.status === "pending" ? "docs.waitingFiles" : "docs.countingFiles");
+  const facts = [t("docs.progress", { done: job.files_done || 0, total: job.files_total })];
+  if (job.rate_files_per_s) facts.push(t("docs.rate", { rate: job.rate_files_per_s.toFixed(2) }));
+  const smoothed = smoothEta(estimates.get(job.id) || null, job.status === "running" ? job.eta_s : null, Date.now());
+  if (smoothed) estimates.set(job.id, smoothed);
+  const left = shownSeconds(smoothed);
+  if (job.status === "running" && left) facts.push(t("docs.eta", { eta: left }));
+  return facts.join(" · ");
+}
+
+/** What a kind of trouble is called in the page's language (the reason itself follows it). */
+function kindName(kind) {
+  const key = `kind.${kind}`;
+  const word = t(key);
+  return word === key ? t("kind.other") : word;
+}
+
+/**
+ * A list of a job's failed or skipped files with their reasons, in a details element: `files` as the job
+ * names them ({path, reason, kind}), `count` how many there are in all.
+ */
+export function fileIssues(files, count, which) {
+  const box = el("details", `job-issues job-${which}`);
+  box.append(el("summary", "", t(`docs.${which}Files`, { n: count })));
+  const list = el("ul", "job-errors");
+  list.setAttribute("aria-label", t(`docs.${which}Files`, { n: count }));
+  for (const f of files) {
+    const li = el("li");
+    li.dataset.path = f.path;
+    li.append(el("span", "job-error-path", f.path));
+    if (which === "skipped") li.append(el("span", "job-issue-kind", kindName(f.kind)));
+    li.append(el("span", "job-error-reason", f.reason || ""));
+    list.append(li);
+  }
+  if (count > files.length) list.append(el("li", "muted", t("docs.moreFiles", { n: count - files.length })));
+  box.append(list);
+  return box;
+}
+
 function jobCard(job) {
   let card = document.querySelector(`.job[data-job="${job.id}"]`);
   if (!card) {
@@ -138,28 +189,19 @@ function jobCard(job) {
     $("#job-heading").hidden = false;
   }
   const total = job.files_total || 0;
-  const done = job.files_done || 0;
   card.dataset.status = job.status;
   const head = el("p", "job-head", t("docs.job", { id: job.id, status: stateName(job.status) }));
   const bar = el("progress", "job-bar");
-  bar.max = Math.max(total, 1);
-  bar.value = done;
-  bar.setAttribute("aria-label", t("docs.job", { id: job.id, status: stateName(job.status) }));
-  const facts = [t("docs.progress", { done, total })];
-  if (job.rate_files_per_s) facts.push(t("docs.rate", { rate: job.rate_files_per_s.toFixed(2) }));
-  if (job.status === "running" && job.eta_s != null) facts.push(t("docs.eta", { eta: Math.ceil(job.eta_s) }));
-  const parts = [head, bar, el("p", "job-facts", facts.join(" · "))];
-  if (job.current?.length) parts.push(el("p", "job-current muted", job.current.join(", ")));
-  if (job.errors?.length) {
-    const list = el("ul", "job-errors");
-    list.setAttribute("aria-label", t("docs.failures"));
-    for (const e of job.errors) {
-      const li = el("li");
-      li.append(el("span", "job-error-path", e.path), el("span", "job-error-reason", e.reason));
-      list.append(li);
-    }
-    parts.push(list);
+  if (!counting(job)) {  // no value: an indeterminate bar while the files are counted
+    bar.max = Math.max(total, 1);
+    bar.value = job.files_done || 0;
   }
+  bar.setAttribute("aria-label", t("docs.job", { id: job.id, status: stateName(job.status) }));
+  const parts = [head, bar, el("p", "job-facts", jobFacts(job))];
+  if (job.current?.length) parts.push(el("p", "job-current muted", job.current.join(", ")));
+  const n = outcomes(job);
+  if (n.failed) parts.push(fileIssues(job.errors || [], n.failed, "failed"));
+  if (n.skipped) parts.push(fileIssues(job.skipped || [], n.skipped, "skipped"));
   if (job.error) parts.push(el("p", "doc-error", job.error));
   card.replaceChildren(...parts);
 }
@@ -176,8 +218,9 @@ function watchJob(id) {
       return;
     }
     jobCard(job);
-    if (["done", "failed", "cancelled"].includes(job.status)) {
+    if (FINISHED.includes(job.status)) {
       watched.delete(id);
+      estimates.delete(id);
       loadDocumentsView();
       refreshPicker();
       return;
@@ -191,15 +234,55 @@ async function resumeJobs() {
   $("#job-list").replaceChildren();
   $("#job-heading").hidden = true;
   if (!selected) return;
+  const collection = selected;
   try {
-    const jobs = await api.jobs(selected);
+    const jobs = await api.jobs(collection);
     for (const job of jobs.slice(0, 5).reverse()) {
       jobCard(job);
-      if (!["done", "failed", "cancelled"].includes(job.status)) watchJob(job.id);
+      if (!FINISHED.includes(job.status)) watchJob(job.id);
     }
+    const last = jobs.find((j) => FINISHED.includes(j.status) && j.kind !== "purge");
+    await showLastJob(last ? await api.job(last.id) : null, collection);
   } catch (err) {
     note(err.message, "error");
   }
+}
+
+/**
+ * Beside the documents: the files the collection's last finished job could not ingest (failed, and left
+ * out) with their reasons, and a button that queues its failed files again.
+ */
+async function showLastJob(job, collection) {
+  const box = $("#last-job");
+  if (collection !== selected) return;
+  const n = job ? outcomes(job) : null;
+  box.hidden = !n || !(n.failed || n.skipped);
+  if (box.hidden) {
+    box.replaceChildren();
+    return;
+  }
+  const parts = [el("h4", "", t("docs.lastJob", { id: job.id }))];
+  if (n.failed) parts.push(fileIssues(job.errors || [], n.failed, "failed"));
+  if (n.skipped) parts.push(fileIssues(job.skipped || [], n.skipped, "skipped"));
+  for (const d of parts.slice(1)) if (d.classList.contains("job-failed")) d.open = true;
+  if (n.failed) {
+    const retry = el("button", "", t("docs.retry"));
+    retry.type = "button";
+    retry.id = "retry-failed";
+    retry.addEventListener("click", async () => {
+      retry.disabled = true;
+      try {
+        const res = await api.retryJob(job.id);
+        note(t("docs.retrying", { n: res.retried }));
+        watchJob(res.job);
+      } catch (err) {
+        retry.disabled = false;
+        note(err.message, "error");
+      }
+    });
+    parts.push(retry);
+  }
+  box.replaceChildren(...parts);
 }
 
 // ---------------------------------------------------------------- adding

@@ -48,7 +48,7 @@ def test_server_folder_then_cited_code_shows_the_file_line_numbers(page, live_se
     page.fill("#server-path", str(source))
     page.click("#source-form button")
     job = wait_job_done(page)
-    expect(job.locator(".job-facts")).to_contain_text("1 of 1")
+    expect(job.locator(".job-facts")).to_contain_text("1 ingested")
     expect(page.locator("#document-rows tr")).to_have_count(1)
 
     page.goto("/#chat")
@@ -87,7 +87,7 @@ def test_upload_three_files_one_broken_then_ask_about_one(page, live_server):
         {"name": "broken.pdf", "mimeType": "application/pdf", "buffer": b"%PDF-1.4\nthis is not a real pdf\n"},
     ])
     job = wait_job_done(page)
-    expect(job.locator(".job-facts")).to_contain_text("3 of 3")
+    expect(job.locator(".job-facts")).to_have_text("2 ingested, 1 failed")
     expect(job.locator(".job-bar")).to_have_attribute("max", "3")
     failure = job.locator(".job-errors li")
     expect(failure).to_have_count(1)
