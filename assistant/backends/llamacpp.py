@@ -2,7 +2,7 @@
 
 Prompts are rendered and tokenized here, and the very tokens counted are the tokens sent, so
 `count_tokens` is exact. Models whose GGUF carries no chat template (the packaged Gemma-3-270M is a
-base model) get plain completion prompts; the packaged default, Qwen2.5-Coder-0.5B-Instruct, brings its
+base model) get plain completion prompts; the packaged default, Qwen2.5-Coder-1.5B-Instruct, brings its
 own template. Generation runs in a worker thread that pushes text pieces to the event loop; closing the
 stream stops it at the next token. Requests beyond the one running wait in a bounded queue; when that
 is full, `stream()` raises BackendBusy at once.

@@ -56,8 +56,8 @@ QWEN_CODER = PackagedModel(
     size=491_400_064,
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     licence="Apache-2.0",
-    why="an instruction-tuned model with a chat template, small enough for a laptop's CPU, that answers "
-    "from the sources it is given and cites them",
+    why="a third of the default's size and three times faster on a CPU, with fewer facts right and more "
+    "answers the check must replace; installed on request (pip install '.[smaller-model]')",
     max_tokens=384,
 )
 
@@ -70,8 +70,9 @@ QWEN_CODER_LARGER = PackagedModel(
     size=1_117_320_768,
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     licence="Apache-2.0",
-    why="the same family three times the size: better answers (more facts right, fewer inventions) for "
-    "about three times the time per answer on a CPU; installed on request (pip install '.[larger-model]')",
+    why="an instruction-tuned model with a chat template that answers from the sources it is given and cites "
+    "them: of the packaged models, the one whose answers state the most facts of their sources right "
+    "(assistant eval answers), small enough for a laptop's CPU",
     max_tokens=384,
 )
 
@@ -93,7 +94,7 @@ GEMMA_BASE = PackagedModel(
 )
 
 PACKAGED: dict[str, PackagedModel] = {m.name: m for m in (QWEN_CODER, QWEN_CODER_LARGER, GEMMA_BASE)}
-DEFAULT_PACKAGED = QWEN_CODER.name
+DEFAULT_PACKAGED = QWEN_CODER_LARGER.name
 FAST_PACKAGED = GEMMA_BASE.name
 
 

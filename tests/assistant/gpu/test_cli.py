@@ -80,11 +80,11 @@ def test_doctor_says_which_model_answers_and_why(cli, tmp_path):
     cache = str(tmp_path / "cache")
     report = json.loads(cli("doctor", "--json", XDG_CACHE_HOME=cache).stdout)
     model = report["model"]
-    assert model["name"] == "qwen2.5-coder-0.5b-instruct" and model["licence"] == "Apache-2.0"
-    assert model["file"] == f"{cache}/assistant/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-    assert model["size_bytes"] == 491_400_064 and model["why"].startswith("the packaged default instruct model")
+    assert model["name"] == "qwen2.5-coder-1.5b-instruct" and model["licence"] == "Apache-2.0"
+    assert model["file"] == f"{cache}/assistant/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+    assert model["size_bytes"] == 1_117_320_768 and model["why"].startswith("the packaged default instruct model")
     text = cli("doctor", XDG_CACHE_HOME=cache).stdout
-    assert "model (llamacpp): Qwen2.5-Coder-0.5B-Instruct" in text and "licence: Apache-2.0" in text
+    assert "model (llamacpp): Qwen2.5-Coder-1.5B-Instruct" in text and "licence: Apache-2.0" in text
     assert "the packaged default instruct model" in text
     fast = json.loads(cli("doctor", "--json", ASSISTANT_LLAMACPP_PACKAGED_MODEL="gemma-3-270m").stdout)["model"]
     assert fast["name"] == "gemma-3-270m" and "Gemma" in fast["licence"] and "packaged_model" in fast["why"]
@@ -97,7 +97,7 @@ def test_status_says_which_model_answers_and_why(cli, tmp_path):
     assert out["model"]["file"] == str(gguf) and out["model"]["size_bytes"] == 2048
     assert out["model"]["why"] == "the GGUF file configured in llamacpp.model_path"
     text = cli("status", "--url", "http://127.0.0.1:9").stdout
-    assert "model (llamacpp): Qwen2.5-Coder-0.5B-Instruct" in text and "the packaged default instruct model" in text
+    assert "model (llamacpp): Qwen2.5-Coder-1.5B-Instruct" in text and "the packaged default instruct model" in text
     remote = json.loads(cli("status", "--json", "--url", "http://127.0.0.1:9", ASSISTANT_BACKEND="openai",
                             ASSISTANT_OPENAI_BASE_URL="http://10.0.0.5:8080/v1", ASSISTANT_OPENAI_MODEL="qwen-32b").stdout)
     assert remote["model"]["name"] == "qwen-32b" and remote["model"]["servers"] == ["http://10.0.0.5:8080/v1"]
@@ -116,7 +116,7 @@ def test_status_says_when_the_running_server_answers_with_another_model(cli, set
         other = json.loads(cli("status", "--json", "--url", server.url).stdout)
         text = cli("status", "--url", server.url).stdout
     assert same["backend"]["model"] == "echo" and same["model"]["server_agrees"] is True
-    assert other["model"]["name"] == "qwen2.5-coder-0.5b-instruct" and other["model"]["server_agrees"] is False
+    assert other["model"]["name"] == "qwen2.5-coder-1.5b-instruct" and other["model"]["server_agrees"] is False
     assert "model=echo" in text and "that server was started with other settings" in text
 
 
