@@ -101,7 +101,7 @@ def choose(questions: list[AnswerQuestion], split: str, limit: int | None) -> li
 def score_answer(q: AnswerQuestion, answer: str, cited_paths: list[str], source_texts: dict[int, str],
                  done: dict[str, Any]) -> dict[str, Any]:
     """The measures of one answer (pure): what the reader was shown, against the question and its sources."""
-    check = support.check_answer(answer, source_texts, q.question)
+    check = support.check_answer(answer, source_texts)
     found, expected = fact_recall(answer, q.facts)
     timings = done.get("timings") or {}
     first, total = timings.get("first_token_ms"), timings.get("total_ms")
@@ -327,7 +327,8 @@ def run_rescore(args: argparse.Namespace, settings: Settings) -> int:
     rows = rows[: args.limit] if args.limit else rows
     if not rows:
         return fail(f"{args.rescore} answers no question of split {args.split!r} of {args.file}")
-    replace = replaces_unsupported(settings)
+    # as the saved run did: whether it replaced unsupported answers is a setting of that run
+    replace = bool((saved.get("settings") or {}).get("replace_unsupported", replaces_unsupported(settings)))
     details = [rescore(questions[r["question"]], r, replace) for r in rows]
     report = {key: saved.get(key) for key in ("file", "collection", "backend", "model")}
     report.update(split=args.split, rescored=str(args.rescore),

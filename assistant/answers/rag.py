@@ -91,8 +91,8 @@ def replaces_unsupported(settings: Settings) -> bool:
 def checked_answer(question: str, text: str, texts: dict[int, str], replace: bool) -> tuple[AnswerCheck, dict, dict]:
     """The check of an answer against the prompt's sources (number -> text), the `check` of `done`, and
     what `done` gains (`answer`, and `model_answer` when that is not the model's text)."""
-    attributed = attribute(text, texts, question)
-    check = check_answer(attributed.answer, texts, question)
+    attributed = attribute(text, texts)
+    check = check_answer(attributed.answer, texts)
     replaced = replace and check.unsupported and not check.abstained
     fields = {"answer": attributed.answer}
     if attributed.changes:

@@ -31,6 +31,9 @@ with `support()`:
 A sentence is a claim when it has at least MIN_CLAIM_UNITS content units (or states a number: small
 models answer "[1] 15"), is not a question and does not abstain. `abstained()` recognises English and Chinese ways of saying the documents do not hold the
 answer.
+
+`attribute()` runs before the check: a claim citing nothing, or only sources that do not support it,
+is given the source that supports it best.
 """
 
 from __future__ import annotations
@@ -428,48 +431,28 @@ def _is_claim(text: str) -> bool:
 # --- a whole answer ----------------------------------------------------------------------------
 
 
-def unmentioned(claim: str, question: str, sources: dict[int, str]) -> frozenset[str]:
-    """The terms a claim repeats from the question that no source shown holds anywhere: the claim then
-    speaks of something the documents do not mention ("The TTS softball team plays on Mondays" when no
-    source says "softball"), however many of its other words a source holds. Small models restate the
-    question's premise as a fact when its answer is missing. Words only: a Chinese answer rephrases the
-    question in character pairs a correct source need not hold ("医院证明" for a source's "医生证明")."""
-    if not question:
-        return frozenset()
-    shared = frozenset(u for u in units(claim) if not CJK_CHAR.search(u)) & frozenset(units(question))
-    held: set[str] = set()
-    for text in sources.values():
-        held.update(units(text) if text else ())
-    return frozenset(shared - held)
-
-
-def check_answer(answer: str, sources: dict[int, str], question: str | None = None) -> AnswerCheck:
+def check_answer(answer: str, sources: dict[int, str]) -> AnswerCheck:
     """Every sentence of answer checked against the sources it cites (number -> source text).
 
-    A citation of a number missing from `sources` counts as unsupported, and so is every citation of a
-    claim that repeats a term of the question no source holds (`unmentioned`, when the question is
-    given). `unsupported` is true when the answer makes claims and none of them is supported by a
-    source shown: by one it cites, or, for a claim that cites nothing, by any of them (a model that
-    forgets its markers is not wrong for it).
+    A citation of a number missing from `sources` counts as unsupported. `unsupported` is true when
+    the answer makes claims and none of them is supported by a source shown: by one it cites, or, for
+    a claim that cites nothing, by any of them (a model that forgets its markers is not wrong for it).
     """
     checks: list[SentenceCheck] = []
     citations = supported_citations = 0
     any_supported = False
     for sentence in split_sentences(answer):
         claim = _is_claim(sentence.text)
-        off_topic = claim and bool(unmentioned(sentence.text, question or "", sources))
         supports: dict[int, Support] = {}
         for n in sentence.cited:
             text = sources.get(n)
             supports[n] = support(sentence.text, text) if text else Support(0.0, False, -1, -1)
-            if off_topic:
-                supports[n] = Support(supports[n].score, False, supports[n].char_start, supports[n].char_end)
         ok = any(s.supported for s in supports.values()) if supports else None
         if claim:
             citations += len(supports)
             supported_citations += sum(s.supported for s in supports.values())
             any_supported = any_supported or bool(ok) or (
-                ok is None and not off_topic and any(support(sentence.text, t).supported for t in sources.values() if t)
+                ok is None and any(support(sentence.text, t).supported for t in sources.values() if t)
             )
         checks.append(SentenceCheck(sentence, claim, supports, ok))
     claims = [c for c in checks if c.claim]
@@ -502,18 +485,18 @@ def _set_markers(text: str, numbers: list[int]) -> str:
     return f"{bare[:m.start()]}{gap}{markers}{bare[m.start():]}"
 
 
-def attribute(answer: str, sources: dict[int, str], question: str | None = None) -> Attribution:
+def attribute(answer: str, sources: dict[int, str]) -> Attribution:
     """Citations where the sources support them: a claim that cites nothing, or cites only sources that
     do not support it, is given the source that supports it best, when one does (score at least
     SUPPORT_THRESHOLD; ties go to the lower number). Supported citations are never touched, nor are
     claims no source supports: the check then reports them as unsupported. Small models often forget
     their markers or cite the neighbour of the source they copied from; the reader should still see
-    which source says it. A claim that repeats a term of the question no source holds is left alone."""
+    which source says it."""
     out: list[str] = []
     changes: list[dict] = []
     at = 0
     for sentence in split_sentences(answer):
-        if not _is_claim(sentence.text) or unmentioned(sentence.text, question or "", sources):
+        if not _is_claim(sentence.text):
             continue
         if any(support(sentence.text, sources[n]).supported for n in sentence.cited if sources.get(n)):
             continue
