@@ -26,7 +26,9 @@ LAPTOP = "Who hands out laptops to new staff?"
 CANTEEN = "What does the canteen serve on Fridays?"
 CANTEEN_ZH = "食堂周五供应什么？"
 MIXED = "What are the rules for booking flights and hotels?"
+HOTELS = "Who approves hotel bookings?"
 REPLIES = {
+    HOTELS: "Hotels need the approval of your manager.",
     FLIGHTS: "Book flights through the travel desk 14 days before departure. [1]",
     LAPTOP: "New staff receive a laptop from the IT help desk on their first day [1].",
     CANTEEN: "The canteen serves pizza on Fridays [1].",
@@ -80,6 +82,17 @@ async def test_a_supported_citation_carries_its_lines(retriever, settings_factor
     assert (check["citation_precision"], check["citation_coverage"]) == (1.0, 1.0)
     assert (check["abstained"], check["unsupported"], check["replaced"]) == (False, False, False)
     assert done["timings"]["check_ms"] >= 0
+
+
+async def test_a_claim_without_a_marker_cites_the_source_that_says_it(retriever, settings_factory):
+    done, sources = await done_and_sources(HOTELS, retriever, settings_for(settings_factory, k=2))
+    n = next(s["n"] for s in sources if s["path"] == "travel/booking.md")
+    assert done["answer"] == f"Hotels need the approval of your manager [{n}]."
+    assert done["model_answer"] == REPLIES[HOTELS]  # what the token events streamed
+    assert done["check"]["attributed"] == [{"start": 0, "end": len(done["answer"]), "was": [], "now": [n]}]
+    assert done["check"]["citation_coverage"] == 1.0 and not done["check"]["replaced"]
+    cited = [s for s in sources if s["cited"]]
+    assert [s["path"] for s in cited] == ["travel/booking.md"] and cited[0]["support"]["supported"]
 
 
 async def test_a_page_source_gives_its_page(retriever, settings_factory):
