@@ -498,10 +498,10 @@ def attribute(answer: str, sources: dict[int, str]) -> Attribution:
     for sentence in split_sentences(answer):
         if not _is_claim(sentence.text):
             continue
-        if any(support(sentence.text, sources[n]).supported for n in sentence.cited if sources.get(n)):
+        scores = {n: support(sentence.text, text) for n, text in sources.items() if text}  # each source once
+        if any(scores[n].supported for n in sentence.cited if n in scores):
             continue
-        scored = [(support(sentence.text, text).score, -n, n) for n, text in sources.items() if text]
-        best = max(scored, default=None)
+        best = max(((s.score, -n, n) for n, s in scores.items()), default=None)
         if best is None or best[0] < SUPPORT_THRESHOLD:
             continue
         out.append(answer[at:sentence.start])
