@@ -332,6 +332,18 @@ class IngestSettings(BaseModel):
         2048, ge=64, description="memory the parser process may take beyond its size at start; a file that needs "
         "more fails with that reason"
     )
+    ocr_languages: str = Field(
+        "eng+chi_sim", min_length=1, description="tesseract languages scanned PDF pages and PNG/JPEG/TIFF images are "
+        "read in, joined by '+' (eng, chi_sim, chi_tra, jpn, ...: each needs its tesseract-ocr-LANG package); "
+        "`assistant ingest --ocr-languages` sets them for a collection, which keeps them for its later jobs"
+    )
+    ocr_command: str = Field(
+        "tesseract", min_length=1, description="the tesseract program OCR runs: a name on PATH or a path"
+    )
+    ocr_page_timeout_s: float = Field(
+        60.0, ge=0, description="more time the parser process gets on a file for each page it reads through OCR "
+        "(on top of parse_timeout_s)"
+    )
     watch_debounce_ms: int = Field(
         400, ge=0, description="`assistant ingest --watch`: quiet time after a change before the batch of changes is applied"
     )

@@ -7,7 +7,9 @@ is loaded and the parsers warmed up before step 1, so each step measures steady-
 
 `ratio` = end-to-end chunks/s ÷ raw encode chunks/s (1.0 would mean parsing, splitting and writing
 cost nothing next to the embedder); `ratio_cpu` is the same in CPU seconds of this process, which
-other processes on the machine disturb less; `rerun_speedup` = step 1 time ÷ step 3 time.
+other processes on the machine disturb less; `rerun_speedup` = step 1 time ÷ step 3 time. Pages read
+through OCR (scans, images) are counted from the documents written: `ocr_pages_per_min` is that count over
+step 1's time, the OCR throughput when PATH holds only scans.
 """
 
 from __future__ import annotations
@@ -64,6 +66,15 @@ def raw_encode(embedder, texts: list[str]) -> tuple[float, float]:
     return time.perf_counter() - started, time.process_time() - cpu
 
 
+def pages_read_through_ocr(store: Store, collection: str) -> int:
+    """Pages of the collection's documents whose text came from OCR (the pages their meta names)."""
+    total = 0
+    for doc in store.list_documents(store.require_collection(collection)):
+        ocr = json.loads(doc.meta or "{}").get("ocr")
+        total += len(ocr.get("pages") or []) if isinstance(ocr, dict) else 0
+    return total
+
+
 def run_bench(paths: list[str], embedder, options, data_dir: Path, log=lambda m: None) -> dict[str, Any]:
     result: dict[str, Any] = {"paths": paths}
     result.update(warm_up(embedder, options))
@@ -78,6 +89,7 @@ def run_bench(paths: list[str], embedder, options, data_dir: Path, log=lambda m:
         texts = recorder.texts
         log(f"raw encode of the same {len(texts)} texts…")
         raw_s, raw_cpu = raw_encode(embedder, texts)
+        ocr_pages = pages_read_through_ocr(store, "bench")
         log("unchanged re-run…")
         again = ingest_paths(store, recorder, paths, "bench", options=options)
     finally:
@@ -98,6 +110,7 @@ def run_bench(paths: list[str], embedder, options, data_dir: Path, log=lambda m:
         ratio_embedded_only=round(e2e_embedded / raw, 3) if raw else 0.0,
         rerun_seconds=again.seconds, rerun_files_skipped=again.files_skipped, rerun_chunks_embedded=again.chunks_embedded,
         rerun_speedup=round(first.seconds / again.seconds, 1) if again.seconds else 0.0,
+        ocr_pages=ocr_pages, ocr_pages_per_min=round(ocr_pages * 60 / first.seconds, 2) if first.seconds else 0.0,
         embedder={"name": embedder.name, "dtype": getattr(embedder, "dtype", ""), "batch_size": embedder.batch_size},
         failures=[f.__dict__ for f in first.failures],
     )
@@ -128,5 +141,7 @@ def run(args: argparse.Namespace, settings: Any) -> int:
         return 0
     print(f"{result['files']} files, {result['chunks']} chunks in {result['seconds']} s: {result['files_per_s']} files/s, "
           f"{result['chunks_per_s']} chunks/s end to end; raw encode {result['raw_encode_chunks_per_s']} chunks/s; "
-          f"ratio {result['ratio']}; unchanged re-run {result['rerun_seconds']} s ({result['rerun_speedup']}x faster)")
+          f"ratio {result['ratio']}; unchanged re-run {result['rerun_seconds']} s ({result['rerun_speedup']}x faster)"
+          + (f"; {result['ocr_pages']} pages read through OCR: {result['ocr_pages_per_min']} pages/min"
+             if result["ocr_pages"] else ""))
     return 0

@@ -47,6 +47,11 @@ def glob_regex(pattern: str) -> str:
     return "".join(out) + "$"
 
 
+def literal_glob(path: str) -> str:
+    """A glob that matches this path and no other: its `*`, `?` and `[` each inside a class of its own."""
+    return "".join(f"[{ch}]" if ch in "*?[" else ch for ch in path)
+
+
 @dataclass(frozen=True)
 class SearchFilters:
     """Restrict a search to some documents; every given condition must hold (empty = no condition).

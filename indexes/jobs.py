@@ -26,12 +26,15 @@ from indexes.db import driver
 from indexes.models import IngestFile, IngestJob, utcnow
 
 JOB_STATES = ("pending", "running", "done", "failed", "cancelled")
-FILE_STATES = ("pending", "parsing", "embedding", "done", "failed", "skipped", "removed")
+FILE_STATES = ("pending", "parsing", "ocr", "embedding", "done", "failed", "skipped", "removed")
 FINAL_FILE_STATES = ("done", "failed", "skipped", "removed")
-ACTIVE_FILE_STATES = ("parsing", "embedding")
+ACTIVE_FILE_STATES = ("parsing", "ocr", "embedding")
 
 
 UNCHANGED = "unchanged"  # the reason of a file skipped because it is as it was ingested before
+# Options a collection keeps: a job that does not name one takes what the collection's last job named.
+KEPT_OPTIONS = ("ocr_languages",)
+KEPT_LOOKBACK = 200  # jobs of the collection looked at, newest first
 
 # What kind of trouble a file's reason says (the words ingest/ writes), first match wins: the page names
 # each kind in its own words.
@@ -39,7 +42,8 @@ REASON_KINDS = (
     ("image file", "image"), ("binary file", "binary"), ("file too large", "too_large"), ("empty file", "empty"),
     ("file holds only whitespace", "empty"), ("no text found", "no_text"), ("unsupported file type", "unsupported_type"),
     ("generated file", "generated"), ("link to", "link"), ("not a regular file", "not_a_file"),
-    ("damaged", "damaged"), ("cannot read", "unreadable"),
+    ("damaged", "damaged"), ("cannot read", "unreadable"), ("ocr is not installed", "ocr_missing"),
+    ("ocr languages", "ocr_missing"),
 )
 
 
@@ -123,6 +127,9 @@ class Jobs:
 
     def enqueue(self, collection_id: int, collection: str, params: dict[str, Any], kind: str = "sync",
                 owner_key: int | None = None) -> IngestJob:
+        """A pending job; its params' options carry the collection's kept options it does not name itself."""
+        if kind != "purge":
+            params = self.kept_options(collection, params)
         with self.session() as s:
             job = IngestJob(collection_id=collection_id, collection=collection, kind=kind,
                             params=json.dumps(params, default=str), owner_key=owner_key)
@@ -130,6 +137,22 @@ class Jobs:
             s.commit()
             s.refresh(job)
             return job
+
+    def kept_options(self, collection: str, params: dict[str, Any]) -> dict[str, Any]:
+        """params with the KEPT_OPTIONS it lacks taken from the collection's newest job that named them (none
+        from before the collection was last deleted: its purge job ends the search)."""
+        options = dict(params.get("options") or {})
+        wanted = [k for k in KEPT_OPTIONS if options.get(k) is None]
+        for job in self.list(collection=collection, limit=KEPT_LOOKBACK) if wanted else []:
+            if job.kind == "purge":
+                break
+            earlier = json.loads(job.params or "{}").get("options") or {}
+            for key in [k for k in wanted if earlier.get(k) is not None]:
+                options[key] = earlier[key]
+                wanted.remove(key)
+            if not wanted:
+                break
+        return {**params, "options": options} if options else params
 
     def get(self, job_id: int) -> IngestJob | None:
         with self.session() as s:
@@ -339,7 +362,7 @@ class Jobs:
                 .order_by(IngestFile.id).limit(errors)).all()
             unchanged = s.exec(select(func.count()).where(
                 IngestFile.job_id == job_id, IngestFile.state == "skipped", IngestFile.reason == UNCHANGED)).one()
-            current = s.exec(select(IngestFile.path).where(
+            current = s.exec(select(IngestFile.path, IngestFile.state).where(
                 IngestFile.job_id == job_id, IngestFile.state.in_(ACTIVE_FILE_STATES)).limit(5)).all()
         return {
             "id": job.id,
@@ -354,14 +377,15 @@ class Jobs:
             "files_failed": counts["failed"],
             "files_skipped": counts["skipped"],
             "files_unchanged": int(unchanged),
-            "files_pending": counts["pending"] + counts["parsing"] + counts["embedding"],
+            "files_pending": counts["pending"] + counts["parsing"] + counts["ocr"] + counts["embedding"],
             "files_removed": counts["removed"],
             "chunks": counts["chunks"],
             "elapsed_s": round(elapsed, 3),
             "rate_files_per_s": round(rate_files, 3),
             "rate_chunks_per_s": round(rate_chunks, 3),
             "eta_s": round(eta, 1) if eta is not None else None,
-            "current": list(current),
+            "current": [p for p, _ in current],
+            "reading_images": [p for p, st in current if st == "ocr"],  # text read through OCR now
             "errors": [{"path": p, "reason": r, "kind": reason_kind(r)} for p, r in failed],
             "skipped": [{"path": p, "reason": r, "kind": reason_kind(r)} for p, r in skipped],
             "attempts": job.attempts,

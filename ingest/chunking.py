@@ -16,9 +16,11 @@ import numpy as np
 
 from indexes.records import NewChunk
 from ingest.elements import Parsed
+from ingest.ocr import OcrOptions
 from ingest.parse import parse
 from ingest.sources import SourceFile
 from ingest.split import HEADING_SEP, split
+from ingest.wiki import place_in_wiki
 
 
 class EmbedderLike(Protocol):
@@ -104,10 +106,12 @@ def embed_text(title: str, chunk: NewChunk, count_tokens: Callable[[str], int], 
 
 
 def parse_and_split(source: SourceFile, data: bytes, chunk_tokens: int, overlap_tokens: int,
-                    count_tokens: Callable[[str], int], max_seq: int) -> tuple[Parsed, list[NewChunk], list[str]]:
+                    count_tokens: Callable[[str], int], max_seq: int,
+                    ocr: OcrOptions | None = None) -> tuple[Parsed, list[NewChunk], list[str]]:
     """The CPU-heavy part of a file: parsed (its elements dropped once split), its chunks, and the text
     embedded for each chunk. Raises ParseError."""
-    parsed = parse(source, data)
+    parsed = parse(source, data, ocr)
+    place_in_wiki(source, parsed, data)  # a wiki export's page: its path in the wiki is its title
     chunks = split(parsed.elements, count_tokens, chunk_tokens=chunk_tokens, overlap_tokens=overlap_tokens,
                    anchors=parsed.anchors)
     texts = [embed_text(parsed.title, c, count_tokens, max_seq) for c in chunks]

@@ -28,6 +28,7 @@ from indexes.jobs import Jobs, worker_name
 from indexes.store import COLLECTION_NAME, Store, StoreError
 from indexes.terminal_text import terminal_safe
 from ingest.pipeline import IngestReport, JobLink, ingest_paths
+from ingest.prepare import IngestOptions
 from ingest.progress_ui import RunProgressBar, follow_job, print_job, print_summary
 from ingest.worker import Worker, options_from
 
@@ -43,6 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--collection", "-c", required=True, help="collection to add them to (created if new)")
     p.add_argument("--chunk-tokens", type=int, help="chunk size in embedder tokens")
     p.add_argument("--overlap-tokens", type=int, help="tokens repeated between consecutive chunks")
+    p.add_argument("--ocr-languages", metavar="LANGS",
+                   help="tesseract languages scanned PDF pages and images are read in, joined by '+' (eng+chi_sim); "
+                   "the collection keeps them for its later runs")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object on stdout")
     p.add_argument("--watch", action="store_true", help="after ingesting, keep the folder in sync as files change")
     p.add_argument("--enqueue", action="store_true", help="queue a job for `assistant worker` instead of running here")
@@ -110,17 +114,19 @@ def run(args: argparse.Namespace, settings: Any) -> int:
     err = Console(stderr=True)
     try:
         coll = store.get_collection(args.collection)
-        job_options = {k: getattr(args, k) for k in ("chunk_tokens", "overlap_tokens") if getattr(args, k) is not None}
+        job_options = {k: getattr(args, k) for k in ("chunk_tokens", "overlap_tokens", "ocr_languages")
+                       if getattr(args, k) is not None}
         job = jobs.enqueue(coll.id if coll else 0, args.collection, {"paths": paths, "options": job_options})
         if args.enqueue:
             return _enqueued(jobs, job.id, args, err)
+        options = options_from(settings, json.loads(job.params).get("options"))  # the collection's kept ones too
         name = worker_name()
         claimed = jobs.claim(name, job_id=job.id)
         link = JobLink(jobs, job.id, name)
         embedder = Embedders(settings.embedder)
         try:
             with RunProgressBar(err, enabled=err.is_terminal) as bar:
-                report = ingest_paths(store, embedder, paths, args.collection, options=options_from(settings),
+                report = ingest_paths(store, embedder, paths, args.collection, options=options,
                                       progress=bar.update, link=link)
         except (StoreError, FileNotFoundError) as exc:
             jobs.finish(job.id, name, "failed", str(exc))
@@ -132,7 +138,7 @@ def run(args: argparse.Namespace, settings: Any) -> int:
             jobs.finish(job.id, name, "done")
         _print_report(args, report, job.id, store.require_collection(args.collection).embedder)
         if args.watch:
-            return _watch(store, embedder, paths[0], args.collection, settings, err)
+            return _watch(store, embedder, paths[0], args.collection, settings, err, options)
     finally:
         store.close()
     return 0
@@ -157,7 +163,8 @@ def _enqueued(jobs: Jobs, job_id: int, args: argparse.Namespace, err: Console) -
     return 0 if info["status"] == "done" else 1
 
 
-def _watch(store: Store, embedder, folder: str, collection: str, settings: Any, err: Console) -> int:
+def _watch(store: Store, embedder, folder: str, collection: str, settings: Any, err: Console,
+           options: IngestOptions) -> int:
     from ingest.watch import watch_folder
 
     stop = threading.Event()
@@ -170,7 +177,7 @@ def _watch(store: Store, embedder, folder: str, collection: str, settings: Any, 
         err.print(Text(terminal_safe(f"[{collection}] " + ", ".join(parts) + f" in {report.seconds:.2f} s")))
 
     try:
-        watch_folder(store, embedder, folder, collection, options=options_from(settings),
+        watch_folder(store, embedder, folder, collection, options=options,
                      debounce_ms=settings.ingest.watch_debounce_ms, on_batch=on_batch, stop=stop)
     except KeyboardInterrupt:
         stop.set()

@@ -18,9 +18,12 @@ from typing import Any, Iterable
 from ingest import offline
 from ingest.code import code_elements, fallback_elements
 from ingest.elements import Element, Parsed, ParseError
-from ingest.pdf import looks_garbled, ocr_available, pdf_problem, pdf_title
+from ingest.ocr import OCR_IMAGES, OcrOptions, read_image, read_pdf_pages
+from ingest.pdf import page_count, pages_to_read, pdf_problem, pdf_title
+from ingest.pdf_tables import with_tables
 from ingest.source_lines import SourceLines, add_lines
 from ingest.sources import SourceFile
+from ingest.tables import attach_captions, delimited_table, html_to_markdown
 from ingest.text import TextDecodeError, decode_text_info, line_blocks, looks_binary, strip_controls
 
 __all__ = ["Element", "Parsed", "ParseError", "parse", "file_type"]
@@ -31,6 +34,7 @@ HTML = {".html", ".htm", ".xhtml"}
 OFFICE = {".docx": "docx", ".pptx": "pptx", ".xlsx": "xlsx", ".xls": "xls"}
 EMAIL = {".eml": "eml", ".msg": "msg"}
 TEXT = {".txt", ".text", ".log", ".csv", ".tsv"}
+DELIMITERS = {".csv": ",", ".tsv": "\t"}  # read as one table, else as plain text
 CODE = {
     ".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".go", ".rs", ".java", ".kt", ".scala",
     ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".cs", ".rb", ".php", ".swift", ".m", ".lua",
@@ -84,12 +88,13 @@ def file_type(source: SourceFile) -> str:
     return source.suffix or source.abs_path.name.lower()
 
 
-def parse(source: SourceFile, data: bytes | None = None) -> Parsed:
-    """Parse one file; raises only ParseError. data, when given, is the file's bytes already read."""
+def parse(source: SourceFile, data: bytes | None = None, ocr: OcrOptions | None = None) -> Parsed:
+    """Parse one file; raises only ParseError. data, when given, is the file's bytes already read; ocr, how
+    scanned pages and images are read (the defaults when None)."""
     try:
         if data is None:
             data = source.abs_path.read_bytes()
-        return _parse(source, data)
+        return _parse(source, data, ocr or OcrOptions())
     except (ParseError, MemoryError):  # out of memory: the parser process says which limit (parse_pool.py)
         raise
     except TextDecodeError as exc:
@@ -118,15 +123,17 @@ def check_unzipped_size(data: bytes) -> None:
                          f"{MAX_UNZIPPED_BYTES / mb:.0f} MB and {MAX_ZIP_RATIO}x (a zip bomb?)")
 
 
-def _parse(source: SourceFile, data: bytes) -> Parsed:
+def _parse(source: SourceFile, data: bytes, ocr: OcrOptions) -> Parsed:
     suffix, name = source.suffix, source.abs_path.name
     stem = source.abs_path.stem if suffix else name
     if not data.strip():
         raise ParseError("empty file" if not data else "file holds only whitespace", skip=True)
     if suffix in UNSUPPORTED:
         raise ParseError(f"unsupported file type: {UNSUPPORTED[suffix]}")
+    if suffix in OCR_IMAGES:
+        return _image(source.abs_path, suffix, stem, ocr)
     if suffix in IMAGES:
-        raise ParseError("image file: text in images is not read", skip=True)
+        raise ParseError("image file: text is read from PNG, JPEG and TIFF images only", skip=True)
     binary = suffix in {".pdf", ".eml", ".msg"} | set(OFFICE)
     if not binary and looks_binary(data):
         raise ParseError("binary file" + (f" (unsupported type {suffix})" if suffix else ""), skip=True)
@@ -135,7 +142,7 @@ def _parse(source: SourceFile, data: bytes) -> Parsed:
         check_unzipped_size(data)
     encoding = "utf-8"
     if suffix in {".pdf"} | set(OFFICE) | set(EMAIL):
-        parsed = (_pdf(source.abs_path, stem) if suffix == ".pdf" else
+        parsed = (_pdf(source.abs_path, stem, ocr) if suffix == ".pdf" else
                   _office(source.abs_path, OFFICE[suffix], stem) if suffix in OFFICE else
                   _email(source.abs_path, EMAIL[suffix], stem))
     else:
@@ -148,6 +155,8 @@ def _parse(source: SourceFile, data: bytes) -> Parsed:
             parsed = _html(text, stem)
         elif suffix in CODE or name.lower() in CODE_NAMES:
             parsed = _code(text, suffix, name)
+        elif suffix in DELIMITERS and (table := delimited_table(text, DELIMITERS[suffix])):
+            parsed = Parsed(name, suffix.lstrip("."), [table], "lines")
         else:
             parsed = _plain(text, suffix.lstrip(".") or "txt", name)
     if not any(e.text.strip() for e in parsed.elements):
@@ -172,7 +181,8 @@ def _partition(fn_name: str, **kwargs: Any) -> list:
 def convert(raw: Iterable, *, leveled: bool) -> list[Element]:
     """unstructured elements -> ours. leveled: the format marks real headings with a depth.
 
-    Repeated page headers and footers are kept once; whitespace runs inside prose collapse.
+    Repeated page headers and footers are kept once; whitespace runs inside prose collapse; a table
+    becomes a Markdown table (`ingest.tables`).
     """
     out: list[Element] = []
     seen_margins: set[str] = set()
@@ -185,12 +195,14 @@ def convert(raw: Iterable, *, leveled: bool) -> list[Element]:
             if text in seen_margins:
                 continue
             seen_margins.add(text)
+        if kind == "table" and (table := html_to_markdown(getattr(el.metadata, "text_as_html", None) or "")):
+            text = strip_controls(table)
         if kind != "code":
             text = "\n".join(_SPACES.sub(" ", line).strip() for line in text.splitlines()).strip()
         depth = getattr(el.metadata, "category_depth", None)
         level = depth + 1 if kind == "title" and leveled and depth is not None else None
         out.append(Element(text, kind, getattr(el.metadata, "page_number", None), level))
-    return out
+    return attach_captions(out)
 
 
 def first_heading(elements: list[Element]) -> str:
@@ -291,29 +303,72 @@ def _rst(text: str, stem: str) -> Parsed:
     return Parsed(first_heading(elements) or stem, "rst", elements, "heading")
 
 
-def _pdf(path: Path, stem: str) -> Parsed:
+def _pdf(path: Path, stem: str, ocr: OcrOptions) -> Parsed:
+    """The text layer, and OCR of the pages without a usable one (only those: the others are not read again)."""
     if problem := pdf_problem(path):
         raise ParseError(problem)
-    elements = convert(_partition("pdf.partition_pdf", filename=str(path), strategy="fast"), leveled=False)
-    texts = [e.text for e in elements]
-    trouble = None
+    elements = convert(with_tables(_partition("pdf.partition_pdf", filename=str(path), strategy="fast"), path),
+                       leveled=False)
+    by_page: dict[int, list[str]] = {}
+    for e in elements:
+        by_page.setdefault(e.page or 1, []).append(e.text)
+    scans = pages_to_read(max(page_count(path), *by_page, 0), by_page)
+    title = pdf_title(path) or stem
+    if not scans:
+        return Parsed(title, "pdf", elements, "page")
+    kept = [e for e in elements if (e.page or 1) not in scans]
+    trouble = ("no extractable text (scanned?)" if not elements else
+               "text layer is garbled (rotated page or spaced-out letters)" if not kept else
+               f"{_pages(scans)} without a usable text layer (scanned?)")
+    try:
+        raw, note = read_pdf_pages(path, scans, ocr)
+    except ParseError as exc:
+        if not kept:
+            raise ParseError(f"{exc.reason} (this PDF has {trouble})") from None
+        # recorded, so that the next run reads the file again (OCR may be installed by then)
+        return Parsed(title, "pdf", kept, "page", {"ocr": {"pages": [], "unread": scans, "languages": ocr.languages}},
+                      note=f"{_pages(scans)} not read: {exc.reason}")
+    elements = sorted(kept + convert(raw, leveled=False), key=lambda e: e.page or 1)
     if not elements:
-        trouble = "PDF has no extractable text (scanned?)"
-    elif looks_garbled(texts):
-        trouble = "PDF text layer is garbled (rotated page or spaced-out letters)"
-    if trouble:
-        if not ocr_available():
-            raise ParseError(f"{trouble}; OCR needs tesseract and poppler-utils, which are not installed")
-        elements = convert(_partition("pdf.partition_pdf", filename=str(path), strategy="ocr_only"), leveled=False)
-        if not elements:
-            raise ParseError(f"{trouble}; OCR found no text either")
-    return Parsed(pdf_title(path) or stem, "pdf", elements, "page", {"ocr": bool(trouble)})
+        raise ParseError(f"PDF has {trouble}; OCR found no text either")
+    return Parsed(title, "pdf", elements, "page", {"ocr": {"pages": scans, "languages": ocr.languages}}, note=note)
+
+
+def _pages(numbers: list[int]) -> str:
+    return ("page " if len(numbers) == 1 else "pages ") + ", ".join(map(str, numbers))
+
+
+def _image(path: Path, suffix: str, stem: str, ocr: OcrOptions) -> Parsed:
+    """An image file's text through OCR, each of its pages (a TIFF may have several) numbered."""
+    raw, note = read_image(path, ocr)
+    elements = convert(raw, leveled=False)
+    if not elements:
+        raise ParseError("image file: OCR found no text in it", skip=True)
+    pages = sorted({e.page or 1 for e in elements})
+    return Parsed(stem, suffix.lstrip("."), elements, "page", {"ocr": {"pages": pages, "languages": ocr.languages}},
+                  note=note)
 
 
 def _office(path: Path, kind: str, stem: str) -> Parsed:
-    fn = {"docx": "docx.partition_docx", "pptx": "pptx.partition_pptx"}.get(kind, "xlsx.partition_xlsx")
-    elements = convert(_partition(fn, filename=str(path)), leveled=kind in ("docx", "pptx"))
+    if kind in ("xlsx", "xls"):
+        return _spreadsheet(path, kind, stem)
+    fn = {"docx": "docx.partition_docx", "pptx": "pptx.partition_pptx"}[kind]
+    elements = convert(_partition(fn, filename=str(path)), leveled=True)
     return Parsed(first_heading(elements) or stem, kind, elements, "page" if kind == "pptx" else "none")
+
+
+def _spreadsheet(path: Path, kind: str, stem: str) -> Parsed:
+    """A workbook as one table per sheet, each under its sheet's name as a heading."""
+    elements: list[Element] = []
+    for el in _partition("xlsx.partition_xlsx", filename=str(path), find_subtable=False):
+        sheet = getattr(el.metadata, "page_name", None) or ""
+        if html := getattr(el.metadata, "text_as_html", None):  # a cell's line break comes as a backslash and n
+            el.metadata.text_as_html = html.replace("\\n", " ")
+        converted = convert([el], leveled=False)
+        if converted and sheet:
+            elements.append(Element(sheet, "title", el.metadata.page_number, 1))
+        elements.extend(converted)
+    return Parsed(stem, kind, elements, "none")
 
 
 def _email(path: Path, kind: str, stem: str) -> Parsed:

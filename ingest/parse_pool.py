@@ -6,7 +6,9 @@ operator it dispatches: the two could not overlap. In a child process they do. T
 once per process (spawned: no inherited model or thread state), reused for every run, and rebuilt if
 a parser ever crashes it; that file then fails with a reason and the others go on. A file may take at
 most `ingest.parse_timeout_s` (the child is then killed and replaced) and `ingest.parse_memory_mb` more
-memory than the child had when it started parsing.
+memory than the child had when it started parsing. A file read through OCR (`ingest.ocr`) gets
+`ingest.ocr_page_timeout_s` more for each page it reads that way; the child says how many through a shared
+counter, which is also how the caller learns that a file's text is being read from images.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ import os
 import signal
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import Any, Callable
 
 try:
     import resource  # POSIX only: the parser's memory limit
@@ -29,9 +31,12 @@ except ImportError:  # pragma: no cover
 from indexes.records import NewChunk
 from ingest.chunking import TokenCounter, parse_and_split
 from ingest.elements import Parsed, ParseError
+from ingest.ocr import OcrOptions, listening
 from ingest.sources import SourceFile
 
 _counters: dict[str, Any] = {}  # in the child: model path -> its token counter
+_ocr_pages: Any = None  # in the child: the shared counter of pages the file in hand is having read by OCR
+POLL_S = 0.2  # how often the caller looks at that counter while it waits
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -50,9 +55,11 @@ def warm_parser() -> None:
     _markdown("# Warm up\n\nThe parser loads its language model on first use.\n", "warm")
 
 
-def _warm(parent: int) -> None:
+def _warm(parent: int, ocr_pages: Any = None) -> None:
     """Runs in the child when it starts. parent is the pid of the process that started it, which may
-    already be gone by now."""
+    already be gone by now; ocr_pages, the counter shared with it."""
+    global _ocr_pages
+    _ocr_pages = ocr_pages
     threading.Thread(target=_exit_with_parent, args=(parent,), name="exit-with-parent", daemon=True).start()
     warm_parser()
 
@@ -69,15 +76,24 @@ def _limit_memory(memory_mb: int) -> None:
     _counters["memory limit"] = limit
 
 
+def _count_ocr_pages(pages: int) -> None:
+    if _ocr_pages is not None:
+        _ocr_pages.value = max(pages, 1)
+
+
 def _parse_in_child(source: SourceFile, data: bytes, chunk_tokens: int, overlap_tokens: int, model_path: str,
-                    max_seq: int, memory_mb: int | None = None) -> tuple[Parsed, list[NewChunk], list[str]]:
+                    max_seq: int, memory_mb: int | None = None,
+                    ocr: OcrOptions | None = None) -> tuple[Parsed, list[NewChunk], list[str]]:
     counter = _counters.get(model_path)
     if counter is None:
         counter = _counters[model_path] = TokenCounter.for_model(model_path)
     if memory_mb is not None and os.path.exists("/proc/self/statm"):
         _limit_memory(memory_mb)
+    if _ocr_pages is not None:
+        _ocr_pages.value = 0
     try:
-        return parse_and_split(source, data, chunk_tokens, overlap_tokens, counter, max_seq)
+        with listening(_count_ocr_pages):
+            return parse_and_split(source, data, chunk_tokens, overlap_tokens, counter, max_seq, ocr)
     except MemoryError:
         raise ParseError(f"the parser needed more than its memory limit ({memory_mb} MB) for this file") from None
 
@@ -91,6 +107,7 @@ class ParsePool:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._executor: ProcessPoolExecutor | None = None
+        self._ocr_pages: Any = None  # the counter shared with the child of _executor
 
     @classmethod
     def shared(cls) -> "ParsePool":
@@ -102,9 +119,10 @@ class ParsePool:
     def _pool(self) -> ProcessPoolExecutor:
         with self._lock:
             if self._executor is None:
+                context = multiprocessing.get_context("spawn")
+                self._ocr_pages = context.RawValue("i", 0)
                 self._executor = ProcessPoolExecutor(
-                    max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_warm,
-                    initargs=(os.getpid(),),
+                    max_workers=1, mp_context=context, initializer=_warm, initargs=(os.getpid(), self._ocr_pages),
                 )
             return self._executor
 
@@ -120,23 +138,49 @@ class ParsePool:
 
     def parse_and_split(self, source: SourceFile, data: bytes, chunk_tokens: int, overlap_tokens: int,
                         model_path: str, max_seq: int, *, timeout_s: float | None = None,
-                        memory_mb: int | None = None) -> tuple[Parsed, list[NewChunk], list[str]]:
+                        memory_mb: int | None = None, ocr: OcrOptions | None = None,
+                        ocr_page_s: float = 0.0,
+                        on_ocr: Callable[[int], None] | None = None) -> tuple[Parsed, list[NewChunk], list[str]]:
         """What `chunking.parse_and_split` returns, computed in the child; raises ParseError as it does.
-        A file that takes longer than timeout_s stops the child (a new one serves the next file)."""
+        A file that takes longer than timeout_s, plus ocr_page_s for each page it has read through OCR, stops
+        the child (a new one serves the next file). on_ocr(pages) is called once when that reading starts."""
         # A child found dead may have died between files (killed, out of memory): the file gets one
         # more try in a new child, and only a second death is put down to the file itself.
         for _ in range(2):
             pool = self._pool()
+            counter = self._ocr_pages
+            if counter is not None:
+                counter.value = 0
             try:  # submit() itself raises BrokenProcessPool when the child died since the last file
                 future = pool.submit(_parse_in_child, source, data, chunk_tokens, overlap_tokens, model_path, max_seq,
-                                     memory_mb)
-                return future.result(timeout=timeout_s)
-            except FutureTimeout:
-                self._kill(pool)
-                raise ParseError(f"the parser took longer than {timeout_s:g} s on this file (stopped)") from None
+                                     memory_mb, ocr)
+                return self._wait(future, pool, counter, timeout_s, ocr_page_s, on_ocr)
             except BrokenProcessPool:
                 self._discard(pool)
         raise ParseError("the parser crashed on this file (its process died twice)")
+
+    def _wait(self, future: Future, pool: ProcessPoolExecutor, counter: Any, timeout_s: float | None,
+              ocr_page_s: float, on_ocr: Callable[[int], None] | None) -> Any:
+        """The future's result, looking at the OCR counter every POLL_S; the child is stopped past the limit."""
+        started = time.monotonic()
+        told = False
+        while True:
+            pages = counter.value if counter is not None else 0
+            if pages and not told:
+                told = True
+                if on_ocr is not None:
+                    on_ocr(pages)
+            limit = None if timeout_s is None else timeout_s + pages * ocr_page_s
+            left = None if limit is None else limit - (time.monotonic() - started)
+            if left is not None and left <= 0:
+                self._kill(pool)
+                ocr_part = (f": {timeout_s:g} s and {ocr_page_s:g} s for each of the {pages} pages it was reading "
+                            "through OCR" if pages else "")
+                raise ParseError(f"the parser took longer than {limit:g} s on this file (stopped){ocr_part}")
+            try:
+                return future.result(timeout=POLL_S if left is None else min(POLL_S, left))
+            except FutureTimeout:
+                continue
 
     def _kill(self, pool: ProcessPoolExecutor) -> None:
         """Stop a child stuck on one file at once (it holds no state worth keeping)."""

@@ -2,16 +2,17 @@
 
 unstructured's `fast` strategy reads the PDF text layer with pdfminer. It returns no elements for an
 encrypted file or a scan, and letter-by-letter fragments for a rotated page, without raising. Those
-cases become per-file failures with a reason here, or an OCR pass when tesseract is installed.
+cases become per-file failures with a reason here, or, page by page, an OCR pass (ingest.ocr) over the
+pages that have no usable text layer.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 _LATIN_WORD = re.compile(r"[A-Za-z]+")
+MIN_PAGE_CHARS = 10
 
 
 def pdf_problem(path: Path) -> str | None:
@@ -64,6 +65,24 @@ def looks_garbled(texts: list[str]) -> bool:
     return single / len(words) > 0.5
 
 
-def ocr_available() -> bool:
-    """OCR of PDF pages needs tesseract and poppler's pdftoppm on the PATH."""
-    return shutil.which("tesseract") is not None and shutil.which("pdftoppm") is not None
+def page_count(path: Path) -> int:
+    """How many pages the PDF has (0 when its page tree cannot be read)."""
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
+    try:
+        return len(PdfReader(str(path)).pages)
+    except (PyPdfError, OSError, ValueError, KeyError):
+        return 0
+
+
+def pages_to_read(count: int, texts: dict[int, list[str]]) -> list[int]:
+    """The pages (1-based) whose text layer is missing or garbled: the ones OCR reads. texts: the text layer's
+    elements by page. A page with fewer than MIN_PAGE_CHARS letters and digits (a stamped page number, a
+    scanner's header line) counts as missing; a page with text is never read again."""
+    out = []
+    for page in range(1, count + 1):
+        on_page = texts.get(page, [])
+        if sum(ch.isalnum() for t in on_page for ch in t) < MIN_PAGE_CHARS or looks_garbled(on_page):
+            out.append(page)
+    return out

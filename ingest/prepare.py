@@ -17,9 +17,11 @@ import numpy as np
 from sqlmodel import select
 
 from indexes.models import Chunk, Collection, Document
+from indexes.ocr_tools import DEFAULT_LANGUAGES
 from indexes.records import NewChunk, SourceInfo
 from indexes.store import Store
 from ingest.chunking import EmbedderLike, TokenCounter, parse_and_split
+from ingest.ocr import OcrOptions, listening
 from ingest.parse import ParseError, file_type
 from ingest.parse_pool import ParsePool
 from ingest.sources import OutsideRoot, SourceFile, read_inside_root
@@ -39,6 +41,13 @@ class IngestOptions:
     parse_process: bool = True  # parse in a child process (parse_pool.py), not in the embedder's process
     parse_timeout_s: float = 120.0  # per file, in the child process (it is stopped beyond)
     parse_memory_mb: int = 2048  # the child's address space may grow by this much
+    ocr_languages: str = DEFAULT_LANGUAGES  # tesseract's, joined by '+': scanned PDF pages and images
+    ocr_command: str = "tesseract"
+    ocr_page_timeout_s: float = 60.0  # more time for the parser per page it reads through OCR
+
+    @property
+    def ocr(self) -> OcrOptions:
+        return OcrOptions(self.ocr_languages, self.ocr_command)
 
     def params(self, embedder_name: str, version: int) -> dict[str, Any]:
         """What decides a file's chunks: a file ingested under other params is redone."""
@@ -85,6 +94,8 @@ class Preparer:
         self.pool = ParsePool.shared() if options.parse_process and model_path is not None else None
         # a renamed or copied file finds its vectors under its content hash
         self.by_sha = {d.sha256: d for d in existing.values() if d.status == "ok" and d.sha256}
+        # told (from the thread that prepares) when a file's text starts being read through OCR, and how many pages
+        self.on_ocr: Callable[[SourceFile, int], None] | None = None
 
     def prepare(self, source: SourceFile) -> Outcome:
         try:
@@ -114,14 +125,17 @@ class Preparer:
                 # written by this job before its worker stopped: it counts as done, not unchanged
                 return Outcome(source, "done-before", sha=sha, n_chunks=doc.n_chunks)
             return Outcome(source, "unchanged", "unchanged", sha=sha)
+        tell = (lambda pages: self.on_ocr(source, pages)) if self.on_ocr else (lambda pages: None)
         try:
             if self.pool is not None:
                 parsed, chunks, texts = self.pool.parse_and_split(
                     source, data, opts.chunk_tokens, opts.overlap_tokens, str(self.embedder.model_path), self.max_seq,
-                    timeout_s=opts.parse_timeout_s, memory_mb=opts.parse_memory_mb)
+                    timeout_s=opts.parse_timeout_s, memory_mb=opts.parse_memory_mb, ocr=opts.ocr,
+                    ocr_page_s=opts.ocr_page_timeout_s, on_ocr=tell)
             else:
-                parsed, chunks, texts = parse_and_split(
-                    source, data, opts.chunk_tokens, opts.overlap_tokens, self.count_tokens, self.max_seq)
+                with listening(tell):
+                    parsed, chunks, texts = parse_and_split(
+                        source, data, opts.chunk_tokens, opts.overlap_tokens, self.count_tokens, self.max_seq, opts.ocr)
         except ParseError as exc:
             return Outcome(source, "ignored" if exc.skip else "failed", exc.reason, sha=sha)
         if not chunks:
@@ -139,9 +153,15 @@ class Preparer:
                        n_chunks=len(chunks), note=parsed.note)
 
     def unchanged(self, doc: Document, source: SourceFile, sha: str) -> bool:
+        """As it was ingested, with the same params; a file read through OCR, in the same OCR languages too (one
+        with scanned pages OCR could not read is read again)."""
         if doc.status != "ok" or doc.sha256 != sha or doc.root != str(source.root):
             return False
-        return _meta(doc).get("ingest") == self.params
+        meta = _meta(doc)
+        ocr = meta.get("ocr")
+        if isinstance(ocr, dict) and (ocr.get("unread") or ocr.get("languages") != self.options.ocr_languages):
+            return False
+        return meta.get("ingest") == self.params
 
     def old_vectors(self, doc: Document | None) -> dict[tuple[str, str, str, str], np.ndarray]:
         """Stored vectors of the document's current chunks, keyed by what was embedded."""

@@ -66,6 +66,8 @@ class RunProgressBar:
             self.progress.update(self.task, total=event.total, completed=event.completed, current="")
         elif event.stage == "begin":
             self.progress.update(self.task, current=_short(event.path))
+        elif event.stage == "ocr":
+            self.progress.update(self.task, current=_short(event.path) + " (reading text in images: OCR)")
         elif event.stage == "file":
             self.progress.update(self.task, completed=event.completed)
         else:

@@ -44,8 +44,8 @@ class IngestReport:
 
 @dataclass
 class ProgressEvent:
-    """stage: 'start' (total known), 'begin' (a file is being read), 'file' (one file finished, with
-    its status) or 'done'."""
+    """stage: 'start' (total known), 'begin' (a file is being read), 'ocr' (its text is being read from
+    images: scanned pages, an image file), 'file' (one file finished, with its status) or 'done'."""
 
     stage: str
     total: int

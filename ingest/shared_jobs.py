@@ -30,7 +30,7 @@ from ingest.chunking import EmbedderLike
 from ingest.pipeline import IngestRun, open_collection
 from ingest.prepare import IngestOptions
 from ingest.runstate import JobLink
-from ingest.sources import scan
+from ingest.archives import archives_dir, scan_path
 
 log = logging.getLogger("ingest.shared_jobs")
 
@@ -91,7 +91,8 @@ def shared_job(store: Store, jobs: Jobs, leases: FileLeases, embedder: EmbedderL
     params = json.loads(job.params or "{}")
     paths = [str(Path(p)) for p in params.get("paths", [])]
     coll = open_collection(store, embedder, job.collection)
-    scans = [scan(p, use_git=options.use_git, exclude=options.exclude) for p in paths]
+    archives = archives_dir(store.data_dir, job.collection)
+    scans = [scan_path(p, archives, use_git=options.use_git, exclude=options.exclude) for p in paths]
     files = {f.rel_path: f for sc in scans for f in sc.files}
     problems = {p.rel_path: p for sc in scans for p in sc.problems}
     jobs.add_files(job.id, [FileState(f.rel_path, "pending", size=f.size) for f in files.values()]

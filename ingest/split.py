@@ -4,7 +4,12 @@ A document is first cut into sections at its headings; a section is packed greed
 at most `chunk_tokens` tokens from whole sentences (code: whole lines), and consecutive chunks of one
 section share up to `overlap_tokens` tokens of trailing sentences. A sentence longer than a chunk is
 cut between words, and only a single word longer than a chunk is cut inside it. Each chunk keeps its
-heading path ("A › B"), an anchor to link to, its first page and its line range.
+heading path ("A › B"), an anchor to link to, its page and its line range. A chunk never spans two pages
+(nor repeats another page's words as overlap), so its page is where all of its text is.
+
+A table (a Markdown table: `ingest.tables`) is one piece when it fits a chunk; a longer one is cut
+between rows into pieces that each fit, every piece led by the table's caption and header row. No
+overlap is carried out of a table's piece: the next piece repeats the head instead.
 
 Code elements that belong to a unit (a function, a method, a class header: see `ingest.code`) form
 a section of their own: a unit is never mixed with another in one chunk, a long one is cut only
@@ -21,6 +26,7 @@ from typing import Callable, Iterator
 from indexes.location import Location
 from indexes.records import NewChunk
 from ingest.elements import Element
+from ingest.tables import table_parts
 
 CountTokens = Callable[[str], int]
 HEADING_SEP = " › "
@@ -44,6 +50,7 @@ class Piece:
     line_end: int | None = None
     heading: bool = False
     code: bool = False
+    table: bool = False  # a whole table, or rows of one under its header: never cut, never repeated as overlap
     marks: tuple[tuple[int, int], ...] = ()  # (offset in text, line) where the text's lines are known
 
 
@@ -141,7 +148,7 @@ def split(
     overlap_tokens = max(0, min(overlap_tokens, chunk_tokens // 2))
     # Parts of an over-long sentence leave room for the overlap that precedes them.
     part_budget = chunk_tokens - overlap_tokens if chunk_tokens - overlap_tokens >= 8 else chunk_tokens
-    sections = merge_small(list(_sections(elements, count_tokens, part_budget, chunk_tokens)), chunk_tokens)
+    sections = merge_small(list(_sections(elements, count_tokens, part_budget, chunk_tokens, anchors)), chunk_tokens)
     chunks: list[NewChunk] = []
     for section in sections:
         overlap = 0 if section.code_unit else overlap_tokens
@@ -150,7 +157,8 @@ def split(
     return chunks
 
 
-def _sections(elements: list[Element], count: CountTokens, budget: int, unit_budget: int) -> Iterator[Section]:
+def _sections(elements: list[Element], count: CountTokens, budget: int, unit_budget: int,
+              anchors: str = "heading") -> Iterator[Section]:
     stack: list[tuple[int, str]] = []
     seen_slugs: dict[str, int] = {}
     section = Section("", "")
@@ -189,6 +197,10 @@ def _sections(elements: list[Element], count: CountTokens, budget: int, unit_bud
             previous_kind = "title"
             continue
         sep = "\n" if el.kind == "list" and previous_kind == "list" else "\n\n"
+        if el.kind == "table" and (parts := table_parts(el.text)) is not None:
+            section.pieces.extend(_table_pieces(el, parts, count, budget, sep, rows_only=anchors == "lines"))
+            previous_kind = el.kind
+            continue
         section.pieces.extend(_pieces(el, count, budget, sep))
         previous_kind = el.kind
     if section.pieces:
@@ -205,6 +217,65 @@ def _unit_pieces(el: Element, count: CountTokens, budget: int, sep: str) -> list
     if n <= budget:
         return [Piece(el.text, n, sep, el.page, el.line_start, el.line_end, code=True, marks=element_marks(el))]
     return _pieces(el, count, budget, sep)
+
+
+def _table_pieces(el: Element, parts: tuple[str, list[str]], count: CountTokens, budget: int, sep: str,
+                  rows_only: bool = False) -> list[Piece]:
+    """A table as one piece, or, longer than budget, as pieces of whole rows each under the table's head
+    (caption, header row, `|---|`): as few pieces as fit, their rows shared out evenly. budget is a chunk
+    less its overlap, which leaves the section's heading room beside the first piece. A piece's lines run
+    from the head's (a Markdown preview of them renders a table), or, with rows_only (a CSV file, cited
+    by lines), over its own rows."""
+    marks = element_marks(el)
+    n = count(el.text)
+    if n <= budget:
+        ln, le = span_lines(marks, 0, len(el.text))
+        return [Piece(el.text, n, sep, el.page, ln, le, table=True, marks=marks)]
+    head, rows = parts
+    spans, offset = [], len(head) + 1
+    for row in rows:
+        spans.append((offset, offset + len(row)))
+        offset += len(row) + 1
+    sizes = [count(r) + 1 for r in rows]
+    room = max(budget - count(head) - 1, 1)
+    groups = _row_groups(sizes, room)
+    even = _row_groups(sizes, max(max(sizes), -(-sum(sizes) // len(groups))))
+    if len(even) == len(groups):
+        groups = even
+    out: list[Piece] = []
+    for first, last in groups:
+        pieces_spans = [(0, len(head))] + spans[first:last]
+        text = "\n".join(el.text[s:e] for s, e in pieces_spans)
+        piece_marks = _joined_marks(marks, pieces_spans)
+        ln, le = span_lines(piece_marks, len(head) + 1 if rows_only else 0, len(text))
+        piece = Piece(text, count(text), sep if not out else "\n\n", el.page, ln, le, table=True, marks=piece_marks)
+        # A single row too long for a chunk even under its head: cut between words, the last resort.
+        out.extend([piece] if piece.tokens <= budget else _fit(replace(piece, table=False), count, budget))
+    return out
+
+
+def _row_groups(sizes: list[int], room: int) -> list[tuple[int, int]]:
+    """[first, last) of consecutive rows whose sizes add up to at most room (a row alone may exceed it)."""
+    groups, start, total = [], 0, 0
+    for i, size in enumerate(sizes):
+        if i > start and total + size > room:
+            groups.append((start, i))
+            start, total = i, 0
+        total += size
+    groups.append((start, len(sizes)))
+    return groups
+
+
+def _joined_marks(marks: Marks, spans: list[tuple[int, int]]) -> Marks:
+    """The marks of the characters of these spans of a text, laid end to end with a line break between."""
+    if not marks:
+        return ()
+    out: list[tuple[int, int]] = []
+    offset = 0
+    for start, end in spans:
+        out.extend((o + offset, line) for o, line in sub_marks(marks, start, end))
+        offset += end - start + 1
+    return tuple(out)
 
 
 def merge_small(sections: list[Section], budget: int) -> list[Section]:
@@ -310,10 +381,12 @@ def _pack(pieces: list[Piece], count: CountTokens, budget: int, overlap: int) ->
     """Greedy packing with overlap; each result is (pieces, text, exact token count)."""
     i, carry = 0, []
     while i < len(pieces):
+        page = pieces[i].page
+        carry = [p for p in carry if p.page == page]
         cur = list(carry)
         total = sum(p.tokens for p in cur)
         j = i
-        while j < len(pieces) and (j == i or total + pieces[j].tokens <= budget):
+        while j < len(pieces) and (j == i or (total + pieces[j].tokens <= budget and pieces[j].page == page)):
             total += pieces[j].tokens
             j += 1
         cur += pieces[i:j]
@@ -343,11 +416,11 @@ def _overlap(cur: list[Piece], count: CountTokens, overlap: int, next_tokens: in
     tail: list[Piece] = []
     total = 0
     for p in reversed(cur[1:]):  # never the whole chunk again
-        if total + p.tokens > room:
+        if total + p.tokens > room or p.table:
             break
         tail.insert(0, p)
         total += p.tokens
-    if tail or cur[-1].code:
+    if tail or cur[-1].code or cur[-1].table:
         return tail
     # The last sentence alone is longer than the overlap: repeat its last words instead.
     last = cur[-1]

@@ -27,11 +27,11 @@ from indexes.lease import FileLeases
 from indexes.maintenance import check_store, purge_collection
 from indexes.models import IngestJob
 from indexes.store import Store, StoreError
+from ingest.archives import archives_dir, scan_path
 from ingest.chunking import EmbedderLike
 from ingest.pipeline import JobLink, Progress, collection_embedder, ingest_paths
 from ingest.prepare import IngestOptions
 from ingest.shared_jobs import shared_job
-from ingest.sources import scan
 
 log = logging.getLogger("ingest.worker")
 
@@ -46,9 +46,12 @@ def options_from(settings: Any, overrides: dict[str, Any] | None = None) -> Inge
         file_types=frozenset(t.lower() for t in ing.file_types), exclude=exclude, use_git=ing.use_git,
         embed_pool=ing.embed_pool, parse_process=ing.parse_process,
         parse_timeout_s=ing.parse_timeout_s, parse_memory_mb=ing.parse_memory_mb,
+        ocr_languages=ing.ocr_languages, ocr_command=ing.ocr_command, ocr_page_timeout_s=ing.ocr_page_timeout_s,
     )
-    allowed = {"chunk_tokens", "overlap_tokens"}
-    values = {k: int(v) for k, v in (overrides or {}).items() if k in allowed and v is not None}
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    values: dict[str, Any] = {k: int(v) for k, v in given.items() if k in ("chunk_tokens", "overlap_tokens")}
+    if isinstance(given.get("ocr_languages"), str) and given["ocr_languages"].strip():
+        values["ocr_languages"] = given["ocr_languages"].strip()
     return replace(options, **values) if values else options
 
 
@@ -73,7 +76,8 @@ class Worker:
     def job_embedder(self, job: IngestJob, options: IngestOptions) -> EmbedderLike:
         """The one embedder of a shared job: the collection's, or settled now from its files' language."""
         paths = json.loads(job.params or "{}").get("paths", [])
-        scans = [scan(p, use_git=options.use_git, exclude=options.exclude) for p in paths]
+        archives = archives_dir(self.store.data_dir, job.collection)
+        scans = [scan_path(p, archives, use_git=options.use_git, exclude=options.exclude) for p in paths]
         return collection_embedder(self.store, self.embedder, job.collection, scans)[0]
 
     def check(self) -> list[str]:

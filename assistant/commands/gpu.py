@@ -1,4 +1,5 @@
-"""`assistant doctor`, `plan`, `status` and `presets`: GPU checks, capacity arithmetic, live GPU status."""
+"""`assistant doctor`, `plan`, `status` and `presets`: GPU checks (and the model and OCR that ingestion needs),
+capacity arithmetic, live GPU status."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from indexes.ocr_tools import find_tools, split_languages
 from indexes.terminal_text import terminal_safe
 
 from assistant.backends.model_choice import answering_model, model_line, server_agrees
@@ -85,12 +87,14 @@ def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
         return _fail(str(exc).strip("'\""))
     report = diagnose(facts)
     report["model"] = answering_model(settings)
+    report["ocr"] = find_tools(settings.ingest.ocr_command).report(split_languages(settings.ingest.ocr_languages))
     if args.json:
         _print_json(report)
     else:
         console = Console()
         console.print(f"[bold]{escape(report['summary'])}[/bold]  (facts: {escape(facts.source)})")
         console.print(terminal_safe(model_line(report["model"]), multiline=True, markup=True), soft_wrap=True)
+        console.print(f"[{STYLE[report['ocr']['status']]}]{escape(ocr_line(report['ocr']))}[/]", soft_wrap=True)
         for gpu in facts.gpus:
             mem = f"{(gpu.memory_total_bytes or 0) / 2**30:.1f} GiB"
             console.print(escape(f"  GPU{gpu.index}: {gpu.name}  {gpu.sm or ''}  {mem}"))
@@ -108,6 +112,17 @@ def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
             console.print(f"[dim]skipped: {escape('; '.join(f['rule'] + ' (' + f['saw'] + ')' for f in skipped))}[/]")
         console.print(f"verdict: [{STYLE[report['status']]}]{report['status']}[/]")
     return 1 if report["status"] == "fail" else 0
+
+
+def ocr_line(ocr: dict[str, Any]) -> str:
+    """OCR in one line (two with the fix): what tesseract and poppler this machine has, then the verdict."""
+    if ocr["tesseract"]:
+        found = f"tesseract {ocr['tesseract_version'] or '?'} (languages: {', '.join(ocr['languages']) or 'none'})"
+    else:
+        found = "no tesseract"
+    found += f", poppler {ocr['poppler_version'] or '?'}" if ocr["pdftoppm"] else ", no poppler (pdftoppm)"
+    line = f"OCR: {found} — {ocr['saw']}"
+    return line + (f"\n  fix: {ocr['fix']}" if ocr["fix"] else "")
 
 
 def run_plan(args: argparse.Namespace, settings: Settings) -> int:

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from assistant.cli import build_parser
 from evals import bench_ingest
 from evals.bench_ingest import run_bench
+from indexes.ocr_tools import find_tools
 from ingest.prepare import IngestOptions
 
 pytestmark = pytest.mark.slow
+OCR_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ocr"
+TOOLS = find_tools()
+OCR_READY = TOOLS.tesseract is not None and TOOLS.pdftoppm is not None and {"eng", "chi_sim"} <= set(TOOLS.languages)
 
 
 def test_bench_reports_end_to_end_raw_ratio_and_rerun(tmp_path, embedder):
@@ -27,6 +34,20 @@ def test_bench_reports_end_to_end_raw_ratio_and_rerun(tmp_path, embedder):
     assert result["rerun_files_skipped"] == 13 and result["rerun_chunks_embedded"] == 0
     assert result["rerun_speedup"] == pytest.approx(result["seconds"] / result["rerun_seconds"], rel=0.05)
     assert result["rerun_speedup"] > 1
+    assert (result["ocr_pages"], result["ocr_pages_per_min"]) == (0, 0.0)  # nothing here was read through OCR
+
+
+@pytest.mark.skipif(not OCR_READY, reason="OCR is not installed: apt-get install tesseract-ocr tesseract-ocr-eng "
+                    "tesseract-ocr-chi-sim poppler-utils")
+def test_bench_counts_the_pages_read_through_ocr(tmp_path, embedder):
+    """Run with -s to see the OCR throughput of this machine."""
+    scans = tmp_path / "scans"
+    shutil.copytree(OCR_FIXTURES, scans, ignore=shutil.ignore_patterns("*.py"))
+    result = run_bench([str(scans)], embedder, IngestOptions(), tmp_path / "store")
+    assert (result["files_ingested"], result["files_failed"]) == (5, 0), result["failures"]
+    assert result["ocr_pages"] == 5  # one page each, and only the scanned page of mixed.pdf
+    assert result["ocr_pages_per_min"] == pytest.approx(5 * 60 / result["seconds"], rel=0.01)
+    print(f"\nOCR: {result['ocr_pages']} pages in {result['seconds']} s: {result['ocr_pages_per_min']} pages/min")
 
 
 def test_bench_ingest_is_a_bench_subcommand():

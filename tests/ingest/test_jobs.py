@@ -96,6 +96,9 @@ def test_left_out_files_are_listed_with_their_kind_bounded_with_their_count(stor
     ("file too large (3.0 MB; the limit is 1.0 MB)", "too_large"), ("generated file (marked so in its first lines)", "generated"),
     ("link to a folder (not followed)", "link"), ("not a regular file (fifo)", "not_a_file"),
     ("no text found in the file", "no_text"), ("damaged or invalid PDF", "damaged"), ("something new", "other"), (None, "other"),
+    ("OCR is not installed: apt-get install tesseract-ocr tesseract-ocr-eng", "ocr_missing"),
+    ("OCR languages jpn are not installed: apt-get install tesseract-ocr-jpn", "ocr_missing"),
+    ("image file: damaged or unreadable (cannot identify image file)", "image"),
 ])
 def test_a_reason_names_its_kind(reason, kind):
     assert reason_kind(reason) == kind

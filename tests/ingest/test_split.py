@@ -147,6 +147,16 @@ def test_code_line_ranges_and_anchors(embedder):
     assert chunks[-1].line_end == len(source)
 
 
+def test_a_chunk_never_spans_two_pages_nor_carries_one_into_the_next(embedder):
+    elements = [Element("Membership grew to 412 families this year.", page=1),
+                Element("The cider press was repaired for 2,300 dollars.", page=2),
+                Element("A second tractor will be leased.", page=2)]
+    chunks = split(elements, embedder.count_tokens, chunk_tokens=200, overlap_tokens=32, anchors="page")
+    assert [(c.page, c.anchor, c.text) for c in chunks] == [
+        (1, "page=1", "Membership grew to 412 families this year."),
+        (2, "page=2", "The cider press was repaired for 2,300 dollars.\n\nA second tractor will be leased.")]
+
+
 def test_pages_and_page_anchors(embedder):
     elements = [Element(f"Text of page {p}. " * 30, page=p) for p in (1, 2, 3)]
     chunks = split(elements, embedder.count_tokens, chunk_tokens=60, overlap_tokens=0, anchors="page")

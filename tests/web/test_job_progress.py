@@ -47,6 +47,16 @@ def test_the_time_left_counts_down_between_polls_and_follows_a_falling_estimate(
     assert shown([None, None, 40, 39]) == [None, None, None, 39]  # no rate yet: nothing to show
 
 
+def test_the_files_read_through_ocr_are_told_apart_from_the_others():
+    got = run_js("""console.log(JSON.stringify({
+      both: m.currentFiles({current: ["a.md", "scan.png", "b.pdf"], reading_images: ["scan.png"]}),
+      older: m.currentFiles({current: ["a.md"]}),
+      none: m.currentFiles({})}));""")
+    assert got["both"] == {"reading": ["scan.png"], "others": ["a.md", "b.pdf"]}
+    assert got["older"] == {"reading": [], "others": ["a.md"]}  # a server from before OCR
+    assert got["none"] == {"reading": [], "others": []}
+
+
 def test_files_by_outcome_and_the_waiting_state():
     got = run_js("""console.log(JSON.stringify({
       outcome: m.outcomes({files_ingested: 2, files_failed: 1, files_skipped: 6, files_unchanged: 2}),

@@ -90,6 +90,28 @@ def test_doctor_says_which_model_answers_and_why(cli, tmp_path):
     assert fast["name"] == "gemma-3-270m" and "Gemma" in fast["licence"] and "packaged_model" in fast["why"]
 
 
+def test_doctor_reports_ocr_and_the_command_that_installs_what_is_missing(cli, tmp_path):
+    from indexes.ocr_tools import find_tools
+
+    tools = find_tools()
+    ocr = json.loads(cli("doctor", "--json").stdout)["ocr"]
+    assert (ocr["tesseract"], ocr["languages"], ocr["configured"]) == (tools.tesseract, list(tools.languages),
+                                                                        ["eng", "chi_sim"])
+    if tools.tesseract and tools.pdftoppm and {"eng", "chi_sim"} <= set(tools.languages):
+        assert ocr["status"] == "pass" and ocr["fix"] == "" and ocr["tesseract_version"] == tools.tesseract_version
+        line = f"OCR: tesseract {tools.tesseract_version} (languages: {', '.join(tools.languages)}), poppler"
+        assert line in cli("doctor").stdout
+        other = json.loads(cli("doctor", "--json", ASSISTANT_INGEST_OCR_LANGUAGES="eng+kat").stdout)["ocr"]
+        assert (other["status"], other["missing"], other["fix"]) == ("warn", ["kat"], "apt-get install tesseract-ocr-kat")
+
+    nowhere = str(tmp_path / "nowhere" / "tesseract")
+    gone = json.loads(cli("doctor", "--json", ASSISTANT_INGEST_OCR_COMMAND=nowhere).stdout)["ocr"]
+    assert gone["status"] == "warn" and gone["tesseract"] is None and gone["saw"].startswith("OCR is not installed")
+    assert gone["fix"].startswith("apt-get install tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim")
+    text = cli("doctor", ASSISTANT_INGEST_OCR_COMMAND=nowhere).stdout
+    assert "OCR: no tesseract" in text and "fix: apt-get install tesseract-ocr tesseract-ocr-eng" in text
+
+
 def test_status_says_which_model_answers_and_why(cli, tmp_path):
     gguf = tmp_path / "team-model.gguf"
     gguf.write_bytes(b"GGUF" + b"\0" * 2044)
