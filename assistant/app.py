@@ -33,6 +33,7 @@ from assistant.routes.collections import CollectionController, create_collection
 from assistant.routes.conversations import ConversationController
 from assistant.routes.deps import provide_identity, provide_services
 from assistant.routes.errors import code_of, coded_error_response
+from assistant.routes.feedback import TurnFeedbackController, export_feedback
 from assistant.routes.health import health, status
 from assistant.routes.ingestion import add_source, delete_collection, delete_document, upload_documents
 from assistant.routes.jobs import JobController
@@ -122,6 +123,8 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
             delete_collection,
             JobController,
             ConversationController,
+            TurnFeedbackController,
+            export_feedback,
             *mcp_routes,
             openai_router,
             *([MetricsController] if settings.server.metrics else []),

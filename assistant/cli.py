@@ -26,6 +26,7 @@ BUILTIN = [
     "assistant.commands.summarize",
     "assistant.commands.batch",
     "assistant.commands.keys",
+    "assistant.commands.feedback",
     "assistant.commands.db",
 ]
 

@@ -8,22 +8,24 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Mapping
 
 from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from indexes.models import Conversation, Turn, utcnow
+from indexes.turn_groups import turn_groups
 
 TITLE_FROM_QUESTION_CHARS = 80  # an untitled conversation is named after its first question, cut here
+TURN_STATUSES = ("done", "stopped", "error")  # answered; stopped by the client; ended by a failure
 
 
 def _session(engine: Engine) -> Session:
     return Session(engine, expire_on_commit=False)
 
 
-def _iso(dt: datetime) -> str:
+def iso_utc(dt: datetime) -> str:
     """SQLite gives our UTC datetimes back without a zone: say it."""
     return (dt.astimezone(timezone.utc) if dt.tzinfo else dt.replace(tzinfo=timezone.utc)).isoformat()
 
@@ -97,21 +99,44 @@ def list_turns(engine: Engine, conversation_id: int, *, last: int | None = None)
         return list(reversed(s.exec(q).all()))
 
 
+def title_of(question: str) -> str:
+    """The title an untitled conversation takes from its first question."""
+    return " ".join(question.split())[:TITLE_FROM_QUESTION_CHARS]
+
+
+def name_untitled(engine: Engine, conversation_id: int, question: str) -> None:
+    """Name an untitled conversation after the question just asked, before its answer exists, so that
+    lists show it under that title at once; a titled or deleted conversation is left alone."""
+    with _session(engine) as s:
+        conv = s.get(Conversation, conversation_id)
+        if conv is None or conv.title.strip():
+            return
+        conv.title = title_of(question)
+        s.add(conv)
+        s.commit()
+
+
 def add_turn(
-    engine: Engine, conversation_id: int, *, question: str, query: str, answer: str, sources: list[dict[str, Any]]
+    engine: Engine, conversation_id: int, *, question: str, query: str, answer: str, sources: list[dict[str, Any]],
+    status: str = "done", variant_of: int | None = None,
 ) -> Turn:
-    """Append a turn and mark the conversation as just used; an untitled one takes its first question."""
+    """Append a turn and mark the conversation as just used; an untitled one takes its first question.
+    `status` is one of TURN_STATUSES: a stopped or failed turn keeps what had streamed as its answer.
+    `variant_of` makes it a new answer of an earlier question: the first turn of that group (turn_groups.py)."""
+    if status not in TURN_STATUSES:
+        raise ValueError(f"a turn's status is one of {', '.join(TURN_STATUSES)}, not {status!r}")
     with _session(engine) as s:
         conv = s.get(Conversation, conversation_id)
         if conv is None:
             raise LookupError(f"no conversation {conversation_id}")
         turn = Turn(
             conversation_id=conversation_id, question=question, query=query, answer=answer,
-            sources=json.dumps(sources, ensure_ascii=False, default=str),
+            sources=json.dumps(sources, ensure_ascii=False, default=str), status=status,
+            variant_of=variant_of,
         )
         conv.updated_at = utcnow()
         if not conv.title.strip():
-            conv.title = " ".join(question.split())[:TITLE_FROM_QUESTION_CHARS]
+            conv.title = title_of(question)
         s.add(turn)
         s.add(conv)
         s.commit()
@@ -119,26 +144,35 @@ def add_turn(
         return turn
 
 
-def conversation_dict(conv: Conversation, turns: list[Turn] | None = None) -> dict[str, Any]:
-    """A conversation as clients see it (with its turns when given)."""
+def conversation_dict(
+    conv: Conversation, turns: list[Turn] | None = None, feedback: Mapping[int, dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """A conversation as clients see it; with its turns when given, one per question (its latest answer)
+    with the earlier answers to it as `variants`, oldest first, and each turn's `feedback` by turn id."""
     out: dict[str, Any] = {
         "id": conv.id,
         "title": conv.title,
         "collections": json.loads(conv.collections or "[]"),
-        "created_at": _iso(conv.created_at),
-        "updated_at": _iso(conv.updated_at),
+        "created_at": iso_utc(conv.created_at),
+        "updated_at": iso_utc(conv.updated_at),
     }
     if turns is not None:
-        out["turns"] = [turn_dict(t) for t in turns]
+        out["turns"] = [
+            dict(turn_dict(group[-1], feedback), variants=[turn_dict(t, feedback) for t in group[:-1]])
+            for group in turn_groups(turns)
+        ]
     return out
 
 
-def turn_dict(turn: Turn) -> dict[str, Any]:
+def turn_dict(turn: Turn, feedback: Mapping[int, dict[str, Any]] | None = None) -> dict[str, Any]:
     return {
         "id": turn.id,
         "question": turn.question,
         "query": turn.query,
         "answer": turn.answer,
         "sources": json.loads(turn.sources or "[]"),
-        "created_at": _iso(turn.created_at),
+        "status": turn.status,
+        "variant_of": turn.variant_of,
+        "feedback": (feedback or {}).get(turn.id) if turn.id is not None else None,
+        "created_at": iso_utc(turn.created_at),
     }

@@ -102,7 +102,8 @@ class IngestJob(SQLModel, table=True):
 
 
 class IngestFile(SQLModel, table=True):
-    """The state of one file of a job: pending -> parsing -> embedding -> done | failed | skipped | removed.
+    """The state of one file of a job: pending -> parsing (-> ocr: its text read from images) -> embedding ->
+    done | failed | skipped | removed.
 
     `reason` says why a file failed or was skipped ("unchanged", "binary file", ...), or notes how a
     file that was read needed help ("read as windows-1252").
@@ -146,6 +147,24 @@ class Turn(SQLModel, table=True):
     query: str = ""  # what retrieval searched for (the question rewritten to stand alone)
     answer: str = ""
     sources: str = "[]"  # JSON: the sources event as the client saw it
+    created_at: datetime = Field(default_factory=utcnow)
+    # "done", "stopped" (the client stopped it: the answer is what had streamed) or "error"
+    status: str = "done"
+    # Regenerated or edited-and-resent: the first turn of its group (the history uses each group's latest)
+    variant_of: int | None = Field(
+        default=None, sa_column=Column(Integer, ForeignKey("turn.id", ondelete="CASCADE"), index=True, nullable=True)
+    )
+
+
+class Feedback(SQLModel, table=True):
+    """A user's judgement of one answer (thumbs up or down, an optional comment): one per turn, replaced."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    turn_id: int = Field(
+        sa_column=Column(Integer, ForeignKey("turn.id", ondelete="CASCADE"), index=True, unique=True, nullable=False)
+    )
+    rating: int  # +1 or -1
+    comment: str = ""
     created_at: datetime = Field(default_factory=utcnow)
 
 

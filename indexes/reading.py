@@ -28,6 +28,7 @@ class DocumentRef:
     title: str
     kind: str
     chunks: int  # how many chunks the document has
+    sha256: str = ""  # of the bytes ingested: whether the file on disk is still the one the chunks came from
 
 
 @dataclass
@@ -56,7 +57,7 @@ def _document(store: Store, where: str, params: tuple) -> DocumentRef | None:
     rows = read_rows(
         store.engine,
         "SELECT d.id, k.name, d.path, d.root, d.title, d.kind, "
-        "(SELECT count(*) FROM chunk c WHERE c.document_id = d.id) "
+        "(SELECT count(*) FROM chunk c WHERE c.document_id = d.id), d.sha256 "
         f"FROM document d JOIN collection k ON k.id = d.collection_id WHERE {where}",
         params,
     )
@@ -80,6 +81,16 @@ def document_by_id(store: Store, document_id: int) -> DocumentRef | None:
 def document_at(store: Store, collection: str, path: str) -> DocumentRef | None:
     """The document of a collection at a path (relative to the root it was ingested from)."""
     return _document(store, "k.name = ? AND d.path = ?", (collection, path))
+
+
+def ordinals_of(store: Store, document_id: int, chunk_ids: list[int]) -> list[int]:
+    """The ordinals of those chunks that belong to this document (others are left out), in order."""
+    ids = ",".join(str(int(i)) for i in set(chunk_ids))
+    if not ids:
+        return []
+    rows = read_rows(store.engine, f"SELECT ordinal FROM chunk WHERE document_id = ? AND id IN ({ids}) ORDER BY ordinal",
+                     (int(document_id),))
+    return [int(r[0]) for r in rows]
 
 
 def chunks_between(store: Store, document_id: int, first: int, last: int) -> list[PassageChunk]:

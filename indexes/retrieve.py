@@ -87,6 +87,20 @@ def fts_query(query: str) -> str:
     return " OR ".join(phrase(w) for w in query_terms(query, drop_stopwords=False))
 
 
+HEADING_SEP = " › "  # between the headings of a chunk's heading path (ingest/split.py writes it)
+
+
+def without_headings(text: str, heading_path: str) -> str:
+    """The text without the paragraphs that only repeat a heading of its path: a chunk starts with its
+    section's headings, each a paragraph of its own, and a snippet should start at what the section says
+    (the card shows the heading apart). The text itself when nothing else would be left."""
+    titles = {" ".join(h.split()) for h in heading_path.split(HEADING_SEP) if h.strip()}
+    if not titles:
+        return text
+    kept = [p for p in text.split("\n\n") if " ".join(p.split()) not in titles]
+    return "\n\n".join(kept) if any(p.strip() for p in kept) else text
+
+
 def snippet_of(text: str, query: str, width: int = 280) -> str:
     """A window of text around the first query word found, for showing a source at a glance."""
     flat = " ".join(text.split())
@@ -363,13 +377,12 @@ class Retriever:
         out: list[Hit] = []
         places = [p for p in places if p.best in records]  # a chunk deleted since it was found is left out
         kept = [[cid for cid in p.chunk_ids if cid in records] for p in places]
-        merged = {p.best for p, ids in zip(places, kept) if len(ids) > 1}
-        for hit, ids in zip(self.hits(cands, [p.best for p in places], records, scores, no_snippet=merged), kept):
+        # A merged place keeps its best chunk's snippet: the card shows that chunk's headings.
+        for hit, ids in zip(self.hits(cands, [p.best for p in places], records, scores), kept):
             hit.chunk_ids = ids
             if len(ids) > 1:
                 parts = [records[cid] for cid in ids]
                 hit.text = merge_texts([r.text for r in parts])
-                hit.snippet = snippet_of(hit.text, cands.query)
                 starts = [r.line_start for r in parts if r.line_start is not None]
                 ends = [r.line_end for r in parts if r.line_end is not None]
                 if starts and ends:
@@ -377,19 +390,18 @@ class Retriever:
             out.append(hit)
         return out
 
-    def hits(self, cands: Candidates, order: list[int], records: dict[int, ChunkRecord], scores: dict[int, float],
-             no_snippet: frozenset[int] | set[int] = frozenset()) -> list[Hit]:
-        """Hits in this order; `no_snippet`: chunks whose snippet the caller makes from merged text."""
+    def hits(self, cands: Candidates, order: list[int], records: dict[int, ChunkRecord], scores: dict[int, float]) -> list[Hit]:
+        """Hits in this order."""
         dense_rank = {cid: r for r, cid in enumerate(cands.dense, start=1)}
         lexical_rank = {cid: r for r, cid in enumerate(cands.lexical, start=1)}
         return [
-            self._hit(records[cid], cands, scores[cid], dense_rank.get(cid), lexical_rank.get(cid), cid not in no_snippet)
+            self._hit(records[cid], cands, scores[cid], dense_rank.get(cid), lexical_rank.get(cid))
             for cid in order
             if cid in records
         ]
 
     @staticmethod
-    def _hit(rec: ChunkRecord, cands: Candidates, score: float, dr: int | None, lr: int | None, snippet: bool = True) -> Hit:
+    def _hit(rec: ChunkRecord, cands: Candidates, score: float, dr: int | None, lr: int | None) -> Hit:
         ds, ls = cands.dense_scores.get(rec.chunk_id), cands.lexical_scores.get(rec.chunk_id)
         return Hit(
             chunk_ids=[rec.chunk_id],
@@ -400,7 +412,7 @@ class Retriever:
             title=rec.title or rec.path.rsplit("/", 1)[-1],
             kind=rec.kind,
             text=rec.text,
-            snippet=snippet_of(rec.text, cands.query) if snippet else "",
+            snippet=snippet_of(without_headings(rec.text, rec.location.heading_path), cands.query),
             location=rec.location,
             score=round(float(score), 6),
             dense_rank=dr,

@@ -36,6 +36,9 @@ const OWN_WORDS = {
   path_outside_allowed: "error.pathOutside",
   path_not_found: "error.pathNotFound",
   nothing_to_retry: "error.nothingToRetry",
+  turn_not_last: "error.turnNotLast",
+  turn_not_found: "error.turnNotFound",
+  comment_too_long: "error.commentTooLong",
 };
 
 /** What an error body says: the page's words for a code it knows, else the server's detail and field errors. */
@@ -106,12 +109,16 @@ export const api = {
   jobs: (collection) => getJSON(`/api/jobs?limit=20${collection ? `&collection=${encodeURIComponent(collection)}` : ""}`),
   job: (id) => getJSON(`/api/jobs/${id}`),
   retryJob: (id) => sendJSON("POST", `/api/jobs/${id}/retry`),
-  chunkContext: (id, neighbours = 2) => getJSON(`/api/chunks/${id}/context?neighbours=${neighbours}`),
+  chunkContext: (id, neighbours = 2, chunks = []) =>
+    getJSON(`/api/chunks/${id}/context?neighbours=${neighbours}${chunks.length ? `&chunks=${chunks.join(",")}` : ""}`),
   conversations: (q) => getJSON(`/api/conversations?limit=100${q ? `&q=${encodeURIComponent(q)}` : ""}`),
   conversation: (id) => getJSON(`/api/conversations/${id}`),
   createConversation: (collections) => sendJSON("POST", "/api/conversations", { collections }),
   renameConversation: (id, title) => sendJSON("PATCH", `/api/conversations/${id}`, { title }),
   deleteConversation: (id) => sendJSON("DELETE", `/api/conversations/${id}`),
+  judge: (id, turn, rating, comment) =>
+    sendJSON("PUT", `/api/conversations/${id}/turns/${turn}/feedback`, { rating, comment }),
+  clearJudgement: (id, turn) => sendJSON("DELETE", `/api/conversations/${id}/turns/${turn}/feedback`),
   status: () => getJSON("/api/status"),
   health: async () => {
     // 503 still carries the body that says why

@@ -2,15 +2,17 @@
 // turns restored on reload, and the streamed answer with its state, sources, copy and stop; once
 // done, how well its sources support it.
 
+import { actionsBusy, answerActions, copyText, focusArrow } from "./actions.js";
 import { api } from "./api.js";
 import { closeDrawer } from "./drawer.js";
 import { t } from "./i18n.js";
 import { decorateCode, markUnknownCitations, renderMarkdown } from "./markdown.js";
+import { choose, chosenCollections, fillPicker, wirePicker } from "./picker.js";
+import { documentScope } from "./documents.js";
 import { el, jumpToSource, renderSources } from "./sources.js";
 import { readEvents } from "./sse.js";
 import { answerNotes, citedSentences, markAnswer, toUnits } from "./support.js";
 
-const COLLECTION_KEY = "rag.collection";
 const CONVERSATION_KEY = "rag.conversation";
 
 const $ = (sel) => document.querySelector(sel);
@@ -45,28 +47,18 @@ export async function loadCollections() {
     showStatus(err.message);
     return;
   }
-  const previous = els.collection.value || localStorage.getItem(COLLECTION_KEY);
-  els.collection.replaceChildren();
   if (!collections.length) {
-    els.collection.append(el("option", "", t("chat.collections.none")));
+    els.collection.replaceChildren(el("option", "", t("chat.collections.none")));
     els.collection.disabled = true;
     showStatus(t("chat.noCollections"), "info");
     return;
   }
-  for (const c of collections) {
-    const opt = el("option", "", t("chat.docsCount", { name: c.name, n: c.documents }));
-    opt.value = c.name;
-    els.collection.append(opt);
-  }
-  if (previous && collections.some((c) => c.name === previous)) els.collection.value = previous;
+  fillPicker(els.collection, collections);
   els.collection.disabled = Boolean(controller);
   if (els.status.dataset.kind === "info") clearStatus();
 }
 
-function chooseCollection(names) {
-  const name = (names || []).find((n) => collections.some((c) => c.name === n));
-  if (name) els.collection.value = name;
-}
+const chooseCollection = (names) => choose(els.collection, names);
 
 // ---------------------------------------------------------------- the sidebar
 
@@ -104,7 +96,6 @@ export async function loadConversations({ redraw = false } = {}) {
 function conversationItem(c) {
   const li = el("li", "conv-item");
   li.dataset.id = c.id;
-  if (c.id === conversationId) li.setAttribute("aria-current", "true");
   const open = el("button", "conv-open", c.title || t("conv.untitled"));
   open.type = "button";
   open.addEventListener("click", () => {
@@ -120,7 +111,17 @@ function conversationItem(c) {
   del.setAttribute("aria-label", `${t("conv.delete")}: ${c.title || t("conv.untitled")}`);
   del.addEventListener("click", () => confirmThen(del, t("conv.confirmDelete"), () => removeConversation(c.id)));
   li.append(open, rename, del);
+  markCurrent(li, c.id === conversationId);
   return li;
+}
+
+/** The conversation on screen is the current one in the sidebar: its item, and its button for the keyboard. */
+function markCurrent(li, current) {
+  for (const node of [li, li.querySelector(".conv-open")]) {
+    if (!node) continue;
+    if (current) node.setAttribute("aria-current", "true");
+    else node.removeAttribute("aria-current");
+  }
 }
 
 /** A destructive button asks once more in place (no window.confirm) before it acts. */
@@ -183,10 +184,7 @@ function setConversation(id) {
   conversationId = id;
   if (id) localStorage.setItem(CONVERSATION_KEY, String(id));
   else localStorage.removeItem(CONVERSATION_KEY);
-  els.convList.querySelectorAll(".conv-item").forEach((li) => {
-    if (Number(li.dataset.id) === id) li.setAttribute("aria-current", "true");
-    else li.removeAttribute("aria-current");
-  });
+  els.convList.querySelectorAll(".conv-item").forEach((li) => markCurrent(li, Number(li.dataset.id) === id));
 }
 
 export function newConversation() {
@@ -218,18 +216,37 @@ export async function openConversation(id) {
   els.intro.hidden = conv.turns.length > 0;
   clearStatus();
   for (const turn of conv.turns) {
-    const view = newTurn(turn.question);
-    renderMarkdown(view.answer, turn.answer, view.id, sentencesOf(turn.answer, turn.check));
-    view.answer.setAttribute("aria-busy", "false");
-    setState(view, null);
-    renderSources(view.block, turn.sources || [], view.id);
-    finishAnswer(view, turn.answer);
-    showCheck(view, turn.check, turn.sources || [], turn.model_answer);
+    const variants = [...(turn.variants || []), turn];
+    drawTurn(variants, variants.length - 1);
   }
   els.chat.lastElementChild?.scrollIntoView({ block: "start" }); // the last question, then its answer
 }
 
 // ---------------------------------------------------------------- one turn
+
+/** A saved answer (variants[index] of its question) drawn as a turn with its actions, in `replacing`'s place when given. */
+function drawTurn(variants, index, replacing = null) {
+  const turn = variants[index];
+  const view = newTurn(turn.question);
+  renderMarkdown(view.answer, turn.answer, view.id, sentencesOf(turn.answer, turn.check));
+  view.answer.setAttribute("aria-busy", "false");
+  setState(view, null);
+  renderSources(view.block, turn.sources || [], view.id);
+  finishAnswer(view, turn.answer);
+  showCheck(view, turn.check, turn.sources || [], turn.model_answer);
+  markUnfinished(view, turn.status);
+  replacing?.replaceWith(view.turn);
+  withActions(view, variants, index);
+  return view;
+}
+
+function withActions(view, variants, index) {
+  answerActions(view, variants, index, {
+    conversationId,
+    flip: (i, direction) => focusArrow(drawTurn(variants, i, view.turn).turn, direction),
+    resend: (question) => { if (!controller) ask(question, { variants, article: view.turn }); },
+  });
+}
 
 function newTurn(question) {
   els.intro.hidden = true;
@@ -256,30 +273,9 @@ function setState(view, key) {
   view.state.textContent = key ? t(`chat.${key}`) : "";
 }
 
-async function copyText(text, button) {
-  try {
-    await navigator.clipboard.writeText(text);
-  } catch {
-    const area = el("textarea", "visually-hidden");
-    area.value = text;
-    document.body.append(area);
-    area.select();
-    document.execCommand("copy");
-    area.remove();
-  }
-  const label = button.textContent;
-  button.textContent = t("chat.copied");
-  setTimeout(() => { button.textContent = label; }, 1500);
-}
-
 function finishAnswer(view, text) {
   decorateCode(view.answer, copyText);
   markUnknownCitations(view.block);
-  if (!text || view.block.querySelector(".copy-answer")) return;
-  const copy = el("button", "copy-answer quiet", t("chat.copyAnswer"));
-  copy.type = "button";
-  copy.addEventListener("click", () => copyText(text, copy));
-  view.answer.after(copy);
 }
 
 // ---------------------------------------------------------------- how well the sources support it
@@ -332,6 +328,22 @@ function setBusy(busy) {
   els.ask.disabled = busy;
   els.stop.disabled = !busy;
   els.collection.disabled = busy || !collections.length;
+  actionsBusy(els.chat, busy);
+}
+
+/** The sources of an answer stopped half-way: cited when its text cites them, cited first (as the server keeps them). */
+function stoppedSources(view, sources) {
+  const cited = new Set([...view.answer.querySelectorAll(".citation")].map((a) => Number(a.dataset.n)));
+  return sources.map((s) => ({ ...s, cited: cited.has(s.n) })).sort((a, b) => b.cited - a.cited || a.n - b.n);
+}
+
+/** Under the text of an answer that ended before it was complete: stopped, or failed (a saved one). */
+function markUnfinished(view, status) {
+  if (status !== "stopped" && status !== "error") return;
+  const note = status === "stopped"
+    ? el("p", "turn-note stopped-mark", t("chat.stopped")) : el("p", "turn-error", t("chat.failedSaved"));
+  note.dataset.status = status;
+  view.answer.after(note);
 }
 
 function failTurn(view, message) {
@@ -339,15 +351,16 @@ function failTurn(view, message) {
   showStatus(message);
 }
 
-async function ask(question) {
-  const collection = els.collection.value;
+/** Ask a question; with `again` ({variants, article}), as a new answer of that turn (regenerate, edit). */
+async function ask(question, again = null) {
+  const chosen = chosenCollections(els.collection);
   if (!question) {
     els.question.setAttribute("aria-invalid", "true");
     showStatus(t("chat.empty"));
     els.question.focus();
     return;
   }
-  if (!collection || !collections.length) {
+  if (!chosen.length || !collections.length) {
     showStatus(t("chat.chooseCollection"));
     return;
   }
@@ -355,9 +368,10 @@ async function ask(question) {
   clearStatus();
   controller = new AbortController();
   setBusy(true);
+  if (again) again.article.hidden = true;
   const view = newTurn(question);
   setState(view, "retrieving");
-  els.question.value = "";
+  if (!again) els.question.value = "";
 
   let text = "";
   let finished = false;
@@ -365,16 +379,24 @@ async function ask(question) {
   let sources = [];
   let check = null;
   let modelAnswer = null;
+  let stopped = false;
+  let turnId = null;
   const paint = () => { frame = 0; renderMarkdown(view.answer, text, view.id, sentencesOf(text, check)); };
   try {
     if (!conversationId) {
-      const conv = await api.createConversation([collection]);
+      const conv = await api.createConversation(chosen);
       setConversation(conv.id);
     }
-    const resp = await api.ask({ question, collection, conversation_id: conversationId }, controller.signal);
+    const variantOf = again ? { regenerate_of: again.variants.at(-1).id } : {};
+    const resp = await api.ask({ question, collections: chosen, conversation_id: conversationId, ...variantOf,
+      ...documentScope() }, controller.signal);
     setState(view, "thinking");
     await readEvents(resp, (name, data) => {
-      if (name === "token") {
+      if (name === "retrieved") {
+        sources = data.sources || [];
+        renderSources(view.block, sources, view.id, { pending: true });
+        loadConversations(); // a new conversation is listed, under its question, while the answer is written
+      } else if (name === "token") {
         if (!text) setState(view, "answering");
         text += data.text;
         if (!frame) frame = requestAnimationFrame(paint);
@@ -383,6 +405,7 @@ async function ask(question) {
         renderSources(view.block, sources, view.id);
       } else if (name === "done") {
         finished = true;
+        turnId = data.turn_id ?? null;
         if (typeof data.answer === "string") text = data.answer;
         check = data.check || null;
         modelAnswer = typeof data.model_answer === "string" ? data.model_answer : null;
@@ -394,7 +417,7 @@ async function ask(question) {
     });
     if (!finished && !view.block.querySelector(".turn-error")) failTurn(view, t("chat.incomplete"));
   } catch (err) {
-    if (err.name === "AbortError") view.block.append(el("p", "turn-note", t("chat.stopped")));
+    if (err.name === "AbortError") stopped = true;
     else {
       failTurn(view, err.message);
       if (!els.question.value.trim()) els.question.value = question; // give a rejected question back
@@ -404,12 +427,47 @@ async function ask(question) {
     if (text) paint();
     setState(view, null);
     view.answer.setAttribute("aria-busy", "false");
+    if (stopped) {
+      sources = stoppedSources(view, sources);
+      if (sources.length) renderSources(view.block, sources, view.id);
+      markUnfinished(view, "stopped");
+    }
     finishAnswer(view, finished ? text : "");
     if (finished) showCheck(view, check, sources, modelAnswer);
+    const answered = { id: finished ? turnId : null, question, answer: text, sources, check, model_answer: modelAnswer };
+    const variants = answered.id ? [...(again?.variants || []), answered] : [answered];
+    if (answered.id) again?.article.remove();
+    else if (again) again.article.hidden = false;
+    withActions(view, variants, variants.length - 1);
+    if (stopped && conversationId) adoptStoppedTurn(view, question, conversationId, again);
     controller = null;
     setBusy(false);
     els.question.focus();
     loadConversations();
+  }
+}
+
+/**
+ * A stopped answer is stored by the server once its stream has closed, and no `done` says under which id:
+ * take it from the conversation, so that the answer can be regenerated and judged without a reload.
+ */
+async function adoptStoppedTurn(view, question, id, again) {
+  for (let attempt = 0; attempt < 10; attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    if (conversationId !== id || !view.turn.isConnected || controller) return;
+    let conv;
+    try {
+      conv = await api.conversation(id);
+    } catch {
+      return;
+    }
+    const last = conv.turns.at(-1);
+    if (last?.question === question && last.status === "stopped") {
+      again?.article.remove(); // the question is listed once, with this answer as its latest
+      const variants = [...(last.variants || []), last];
+      withActions(view, variants, variants.length - 1);
+      return;
+    }
   }
 }
 
@@ -458,7 +516,7 @@ export function wireChat() {
     clearTimeout(searchTimer);
     searchTimer = setTimeout(loadConversations, 200);
   });
-  els.collection.addEventListener("change", () => localStorage.setItem(COLLECTION_KEY, els.collection.value));
+  wirePicker(els.collection);
   els.chat.addEventListener("click", (ev) => {
     const link = ev.target.closest("a.citation");
     if (!link) return;

@@ -1,12 +1,14 @@
 // The documents view: collections (documents, chunks, failures, last sync), creating one, adding
 // files (drag-and-drop, a file or folder picker) or a server-side folder, live progress of each
-// ingestion job, and deleting documents and collections.
+// ingestion job, and deleting documents and collections. A document (from its row, or from the passage
+// preview) can be asked about alone: the next questions go to /api/ask with its `document`.
 
 import { api } from "./api.js";
-import { t } from "./i18n.js";
+import { onLanguageChange, t } from "./i18n.js";
 import { confirmThen, loadCollections as refreshPicker } from "./chat.js";
 import { el } from "./sources.js";
-import { FINISHED, counting, outcomes, shownSeconds, smoothEta } from "./jobs.js";
+import { choose } from "./picker.js";
+import { FINISHED, counting, currentFiles, outcomes, shownSeconds, smoothEta } from "./jobs.js";
 
 const $ = (sel) => document.querySelector(sel);
 const POLL_MS = 1000;
@@ -65,7 +67,7 @@ export async function loadDocumentsView() {
     const facts = [t(c.documents === 1 ? "docs.document1" : "docs.documents", { n: c.documents }),
       t(c.chunks === 1 ? "docs.chunk1" : "docs.chunks", { n: c.chunks })];
     if (c.failed) facts.push(t("docs.failedN", { n: c.failed }));
-    card.append(el("span", "collection-facts", facts.join(" · ")));
+    card.append(factLine(facts));
     const model = el("span", "collection-facts collection-embedder", embedderName(c.embedder));
     if (c.embedder) model.title = c.embedder;
     card.append(model);
@@ -74,6 +76,13 @@ export async function loadDocumentsView() {
   }
   await showCollection();
   resumeJobs();
+}
+
+/** A collection's facts side by side, each kept whole: "1 failed" is never split over two lines. */
+function factLine(facts) {
+  const line = el("span", "collection-facts");
+  facts.forEach((fact, i) => line.append(...(i ? [" · "] : []), el("span", "collection-fact", fact)));
+  return line;
 }
 
 function selectCollection(name) {
@@ -113,6 +122,7 @@ async function showCollection() {
     del.setAttribute("aria-label", `${t("docs.deleteDoc")}: ${d.path}`);
     del.addEventListener("click", () => confirmThen(del, t("docs.confirm"), () => deleteDocument(d)));
     const action = el("td");
+    if (d.status !== "failed" && d.chunks) action.append(askButton({ ...d, collection: selected }), " ");
     action.append(del);
     row.append(name, el("td", "", d.kind), el("td", "", stateName(d.status)), el("td", "num", d.chunks), action);
     table.append(row);
@@ -198,7 +208,11 @@ function jobCard(job) {
   }
   bar.setAttribute("aria-label", t("docs.job", { id: job.id, status: stateName(job.status) }));
   const parts = [head, bar, el("p", "job-facts", jobFacts(job))];
-  if (job.current?.length) parts.push(el("p", "job-current muted", job.current.join(", ")));
+  const now = currentFiles(job);
+  if (now.others.length) parts.push(el("p", "job-current muted", now.others.join(", ")));
+  if (now.reading.length) {
+    parts.push(el("p", "job-current job-ocr muted", t("docs.readingImages", { files: now.reading.join(", ") })));
+  }
   const n = outcomes(job);
   if (n.failed) parts.push(fileIssues(job.errors || [], n.failed, "failed"));
   if (n.skipped) parts.push(fileIssues(job.skipped || [], n.skipped, "skipped"));
@@ -330,6 +344,7 @@ function markName(input, invalid) {
 }
 
 export function wireDocuments() {
+  wireAskAbout();
   const input = $("#new-collection");
   input.addEventListener("input", () => {
     if (input.hasAttribute("aria-invalid") && !input.validity.patternMismatch) markName(input, false);
@@ -393,4 +408,79 @@ export function wireDocuments() {
       note(err.message, "error");
     }
   }));
+}
+
+// ---------------------------------------------------------------- asking about one document
+
+let asked = null; // the document the next questions are about: {id, collection, path, title}
+
+/** What /api/ask gets for the document being asked about ({} when none): chat.js adds it to its request. */
+export function documentScope() {
+  return asked ? { document: asked.id, collections: [asked.collection] } : {};
+}
+
+/** The next questions are about this document ({id, collection, path, title}): the chat view, its collection chosen. */
+export function askAbout(doc) {
+  asked = { id: doc.id, collection: doc.collection, path: doc.path, title: doc.title || doc.path };
+  choose($("#collection"), [asked.collection]);
+  showScope();
+  const focus = () => $("#question").focus();
+  if (location.hash === "#chat") focus();
+  else {
+    window.addEventListener("hashchange", focus, { once: true }); // once the chat view is shown
+    location.hash = "#chat";
+  }
+}
+
+function askButton(doc) {
+  const button = el("button", "quiet doc-ask", t("docs.askDocShort"));
+  button.type = "button";
+  button.setAttribute("aria-label", `${t("docs.askDoc")}: ${doc.path}`);
+  button.addEventListener("click", () => askAbout(doc));
+  return button;
+}
+
+/** Above the question box, while a document is asked about: which one, and a button to ask the collections again. */
+function showScope() {
+  let line = $("#doc-scope");
+  if (!asked) {
+    line?.remove();
+    return;
+  }
+  if (!line) {
+    line = el("p", "doc-scope");
+    line.id = "doc-scope";
+    $("#ask-form").before(line);
+  }
+  const clear = el("button", "quiet icon", "✕");
+  clear.type = "button";
+  clear.setAttribute("aria-label", t("docs.askAboutClear"));
+  clear.addEventListener("click", () => {
+    asked = null;
+    showScope();
+    $("#question").focus();
+  });
+  line.replaceChildren(t("docs.askingAbout", { title: asked.title }), " ", clear);
+}
+
+/** The preview's own button, for the document whose passage it shows (sources.js says which, by an event). */
+function wireAskAbout() {
+  const dialog = $("#preview");
+  const button = el("button", "quiet preview-ask", t("docs.askDoc"));
+  button.type = "button";
+  button.hidden = true;
+  $("#preview-file").after(button);
+  document.addEventListener("preview-document", (ev) => {
+    const doc = ev.detail;
+    button.hidden = false;
+    button.onclick = () => {
+      dialog.close();
+      askAbout({ id: doc.document_id, collection: doc.collection, path: doc.path, title: doc.title });
+    };
+  });
+  dialog.addEventListener("close", () => { button.hidden = true; });
+  onLanguageChange(() => {
+    button.textContent = t("docs.askDoc");
+    showScope();
+  });
 }

@@ -14,6 +14,15 @@ export function outcomes(job) {
   };
 }
 
+/**
+ * The files being worked on now: `reading` those whose text is being read from images (OCR: a scanned PDF's
+ * pages, an image file), `others` the rest (parsed or embedded).
+ */
+export function currentFiles(job) {
+  const reading = job.reading_images || [];
+  return { reading, others: (job.current || []).filter((path) => !reading.includes(path)) };
+}
+
 /** Whether the job has not counted its files yet: waiting for a worker, or walking its folders. */
 export function counting(job) {
   return !FINISHED.includes(job.status) && !(job.files_total > 0);

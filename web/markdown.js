@@ -176,15 +176,46 @@ export function renderMarkdown(target, text, turnId, sentences = []) {
   linkCitations(target, turnId);
 }
 
+/**
+ * Untrusted Markdown (a document's own lines) rendered block by block, with the same renderer and
+ * sanitizer as answers and its code blocks highlighted; each block with the lines it was written on,
+ * counting the text's first line as firstLine: [{node, first, last}].
+ */
+export function markdownBlocks(text, firstLine) {
+  // marked's defaults, not options of our own: options given here would replace them, renderer included
+  const tokens = window.marked.lexer(text);
+  const blocks = [];
+  let line = firstLine;
+  for (const token of tokens) {
+    const breaks = (token.raw.match(/\n/g) || []).length;
+    if (token.type !== "space") {
+      const one = Object.assign([token], { links: tokens.links });
+      const node = document.createElement("div");
+      node.className = "md-block";
+      node.append(sanitize(window.marked.parser(one)));
+      node.querySelectorAll("pre > code").forEach(highlightCode);
+      const trailing = token.raw.length - token.raw.replace(/\n+$/, "").length;
+      blocks.push({ node, first: line, last: line + breaks - trailing });
+    }
+    line += breaks;
+  }
+  return blocks;
+}
+
+/** Highlight one code element (a language highlight.js does not know is dropped, not guessed at). */
+function highlightCode(code) {
+  const lang = [...code.classList].find((c) => c.startsWith("language-"))?.slice(9);
+  if (lang && !hljs.getLanguage(lang)) code.classList.remove(`language-${lang}`);
+  hljs.highlightElement(code);
+}
+
 /** Highlight the code blocks under root and give each a copy button. */
 export function decorateCode(root, copy) {
   root.querySelectorAll("pre > code").forEach((code) => {
     const pre = code.parentElement;
     if (pre.dataset.decorated) return;
     pre.dataset.decorated = "1";
-    const lang = [...code.classList].find((c) => c.startsWith("language-"))?.slice(9);
-    if (lang && !hljs.getLanguage(lang)) code.classList.remove(`language-${lang}`);
-    hljs.highlightElement(code);
+    highlightCode(code);
     const button = document.createElement("button");
     button.type = "button";
     button.className = "copy-code quiet";

@@ -114,15 +114,18 @@ function note(kind, text) {
   return p;
 }
 
-/** The notes about the answer as a whole (abstained, no citation, nothing supported), in order. */
+/**
+ * The notes about the answer as a whole (abstained, no citation, nothing supported), in order. An
+ * answer that cites nothing is flagged even when the check found no claim in it: a short "Yes." needs
+ * a source as much as a long sentence does.
+ */
 export function answerNotes(check) {
   if (!check) return [];
   const sentences = check.sentences || [];
-  const claims = sentences.some((s) => s.claim);
   const cites = sentences.some((s) => Array.isArray(s.cited) && s.cited.length);
   if (check.replaced) return [note("replaced", t("support.replaced"))];
   if (check.abstained) return [note("abstained", t("support.abstained"))];
-  if (claims && !cites) return [note("uncited", t("support.uncited"))];
+  if (sentences.length && !cites) return [note("uncited", t("support.uncited"))];
   if (check.unsupported) return [note("unsupported", t("support.unsupportedAnswer"))];
   return [];
 }

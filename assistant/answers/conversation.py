@@ -3,14 +3,17 @@ and the turn recorded when the answer is done. No HTTP in here: `/api/ask`, `ass
 other entry point use it the same way:
 
     turn = ConversationTurn.open(store.engine, conversation_id, history_turns=10)   # UnknownConversation
+    # or, for another answer to the last question: open(..., regenerate_of=turn_id)  (variants.py)
     query = await turn.standalone_query(backend, question, settings.conversations)
     prepared = await prepare(question, collections, ..., history=turn.history, query=query)
     async for event in turn.record(prepared.events()): ...   # `done` gains conversation_id, turn_id
 
-A turn is recorded only when its answer is done; an answer that ends in an `error` event leaves the
-conversation as it was. The turn keeps what the user saw last: `done.answer` (the replacement when the
-citation check replaced an unsupported answer; the model's own text is not stored) and the sources
-with their `support`.
+An untitled conversation is named after the question as soon as the answer starts. Every answer that
+started is recorded, with its status: "done" keeps what the user saw last, `done.answer` (the
+replacement when the citation check replaced an unsupported answer; the model's own text is not
+stored) and the sources with their `support`; "stopped" (the events were closed before `done`: the
+client pressed Stop or went away) and "error" (an `error` event) keep the text that had streamed and
+the `retrieved` sources, marked `cited` by that text.
 """
 
 from __future__ import annotations
@@ -23,12 +26,14 @@ from typing import AsyncIterator
 import anyio
 from sqlalchemy.engine import Engine
 
-from indexes.conversations import add_turn, get_conversation, list_turns
+from indexes.conversations import add_turn, get_conversation, name_untitled
 from indexes.models import Conversation, Turn
+from indexes.turn_groups import latest_variants
 
 from assistant.backends.base import Backend
 from assistant.answers.followup import Rewrite, standalone_query
-from assistant.answers.rag import Event
+from assistant.answers.rag import Event, partial_sources
+from assistant.answers.variants import replaced_group
 from assistant.settings import ConversationSettings
 
 
@@ -47,10 +52,22 @@ def collections_of(conv: Conversation) -> list[str]:
     return list(json.loads(conv.collections or "[]"))
 
 
-def history_for(engine: Engine, conversation_id: int, *, turns: int = 10) -> list[dict]:
-    """The last `turns` turns as role/content messages, oldest first (what `prepare(history=...)` takes)."""
+def history_for(
+    engine: Engine, conversation_id: int, *, turns: int = 10, without_group: int | None = None
+) -> list[dict]:
+    """The last `turns` turns as role/content messages, oldest first (what `prepare(history=...)` takes):
+    each question once, with its latest answer (regenerated or edited ones replace the earlier), and
+    never the question `without_group` names, whose new answer is being asked for.
+
+    A stopped turn's partial answer goes in as it is: the user read it and chose to stop there, and a
+    follow-up ("go on", "what does [2] say?") refers to that text. A failed turn is left out, question
+    and all: its text was cut by a failure rather than by the user, and its question is usually asked
+    again next.
+    """
     out: list[dict] = []
-    for t in list_turns(engine, conversation_id, last=turns) if turns > 0 else []:
+    for t in latest_variants(engine, conversation_id, last=turns, without_group=without_group) if turns > 0 else []:
+        if t.status == "error":
+            continue
         out.append({"role": "user", "content": t.question})
         if t.answer:
             out.append({"role": "assistant", "content": t.answer})
@@ -58,11 +75,13 @@ def history_for(engine: Engine, conversation_id: int, *, turns: int = 10) -> lis
 
 
 def record_turn(
-    engine: Engine, conversation_id: int, *, question: str, query: str, answer: str, sources: list[dict]
+    engine: Engine, conversation_id: int, *, question: str, query: str, answer: str, sources: list[dict],
+    status: str = "done", variant_of: int | None = None,
 ) -> Turn:
-    """Append a finished turn (raises UnknownConversation when it was deleted meanwhile)."""
+    """Append a turn that ended (raises UnknownConversation when it was deleted meanwhile)."""
     try:
-        return add_turn(engine, conversation_id, question=question, query=query, answer=answer, sources=sources)
+        return add_turn(engine, conversation_id, question=question, query=query, answer=answer, sources=sources,
+                        status=status, variant_of=variant_of)
     except LookupError:
         raise UnknownConversation(f"unknown conversation: {conversation_id}") from None
 
@@ -78,11 +97,19 @@ class ConversationTurn:
     rewrite: Rewrite | None = None
     rewrite_ms: float = 0.0
     sources: list[dict] = field(default_factory=list)
+    retrieved: list[dict] = field(default_factory=list)
+    streamed: list[str] = field(default_factory=list)  # the `token` texts so far
+    variant_of: int | None = None  # the group this turn answers again (its first turn), else None
 
     @classmethod
-    def open(cls, engine: Engine, conversation_id: int, *, history_turns: int = 10) -> "ConversationTurn":
+    def open(
+        cls, engine: Engine, conversation_id: int, *, history_turns: int = 10, regenerate_of: int | None = None
+    ) -> "ConversationTurn":
+        """UnknownConversation; with `regenerate_of`, UnknownTurn or NotLastQuestion (variants.py)."""
         conv = require_conversation(engine, conversation_id)
-        return cls(engine, conv, history_for(engine, conversation_id, turns=history_turns))
+        group = None if regenerate_of is None else replaced_group(engine, conversation_id, regenerate_of)
+        history = history_for(engine, conversation_id, turns=history_turns, without_group=group)
+        return cls(engine, conv, history, variant_of=group)
 
     @property
     def conversation_id(self) -> int:
@@ -106,19 +133,33 @@ class ConversationTurn:
         return self.rewrite.query
 
     async def record(self, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
-        """The answer's events, unchanged until `done`: the turn is stored first, then `done` says where."""
+        """The answer's events, unchanged until `done`: the turn is stored first, then `done` says where.
+
+        An `error` event stores the turn as "error" before it is passed on; events closed before `done`
+        or `error` (a client gone: cancelled or closed) store it as "stopped", shielded from that
+        cancellation."""
         if not self.question:
             raise RuntimeError("standalone_query() names the question: call it before record()")
         query = self.rewrite.query if self.rewrite else self.question
+        ended = False
         try:
+            await anyio.to_thread.run_sync(name_untitled, self.engine, self.conversation_id, self.question)
             async for event in events:
-                if event.type == "sources":
+                if event.type == "retrieved":
+                    self.retrieved = event.data.get("sources", [])
+                elif event.type == "token":
+                    self.streamed.append(event.data.get("text", ""))
+                elif event.type == "sources":
                     self.sources = event.data.get("sources", [])
-                if event.type == "done":
+                elif event.type == "error":
+                    ended = True
+                    await self.keep_unfinished("error", query)
+                elif event.type == "done":
+                    ended = True
                     try:
                         turn = await anyio.to_thread.run_sync(lambda: record_turn(
                             self.engine, self.conversation_id, question=self.question, query=query,
-                            answer=event.data.get("answer", ""), sources=self.sources,
+                            answer=event.data.get("answer", ""), sources=self.sources, variant_of=self.variant_of,
                         ))
                     except UnknownConversation as exc:
                         yield Event("error", {"message": f"{exc}: it was deleted during the answer", "code": "conversation_not_found"})
@@ -129,6 +170,22 @@ class ConversationTurn:
                     event = Event("done", data)
                 yield event
         finally:
+            if not ended:
+                with anyio.CancelScope(shield=True):
+                    await self.keep_unfinished("stopped", query)
             close = getattr(events, "aclose", None)
             if close is not None:
                 await close()
+
+    async def keep_unfinished(self, status: str, query: str) -> None:
+        """Store the turn of an answer that ended before `done`: the text that had streamed, and the
+        final sources when they came, else the retrieved ones (a conversation deleted meanwhile keeps nothing)."""
+        text = "".join(self.streamed).strip()
+        sources = self.sources or partial_sources(self.retrieved, text)
+        try:
+            await anyio.to_thread.run_sync(lambda: record_turn(
+                self.engine, self.conversation_id, question=self.question, query=query, answer=text,
+                sources=sources, status=status, variant_of=self.variant_of,
+            ))
+        except UnknownConversation:
+            return

@@ -23,6 +23,7 @@ from indexes.conversations import (
     list_turns,
     rename_conversation,
 )
+from indexes.feedback import feedback_by_turn
 
 from assistant.security.access import Identity, authorize, scoped
 from assistant.routes.deps import RowId, require_collection
@@ -87,12 +88,17 @@ class ConversationController(Controller):
 
     @get("/{conversation_id:int}")
     async def read(self, services: Services, identity: Identity, conversation_id: RowId) -> dict:
-        """The conversation with every turn: question, search query, answer and sources."""
+        """The conversation with every turn: question, search query, answer and sources, the feedback on it,
+        and the earlier answers to the same question (`variants`)."""
         await to_thread.run_sync(require_own_conversation, services, identity, conversation_id)
 
         def run() -> dict | None:
-            conv = get_conversation(services.store.engine, conversation_id)
-            return None if conv is None else conversation_dict(conv, list_turns(services.store.engine, conversation_id))
+            engine = services.store.engine
+            conv = get_conversation(engine, conversation_id)
+            if conv is None:
+                return None
+            turns = list_turns(engine, conversation_id)
+            return conversation_dict(conv, turns, feedback_by_turn(engine, [t.id for t in turns if t.id is not None]))
 
         out = await to_thread.run_sync(run)
         if out is None:

@@ -1,7 +1,8 @@
 """Adding and removing documents over HTTP: the server only enqueues; `assistant worker` ingests.
 
 - POST /api/collections/{name}/sources    a folder or file on the server, inside `ingest.allowed_roots`
-- POST /api/collections/{name}/documents  multipart upload, saved under `<data_dir>/uploads/<name>/`
+- POST /api/collections/{name}/documents  multipart upload, saved under `<data_dir>/uploads/<name>/` (a zip is
+                                          read by the worker as the folder it holds, ingest/archives.py)
 - DELETE /api/collections/{name}/documents/{id}   one document, in one transaction
 - DELETE /api/collections/{name}          hidden at once; its rows are purged by the worker in batches
 """
@@ -128,6 +129,7 @@ async def delete_collection(services: Services, identity: Identity, name: str) -
     def run() -> dict:
         job = tombstone_collection(services.store, coll)
         shutil.rmtree(uploads_dir(services, name), ignore_errors=True)
+        shutil.rmtree(Path(services.settings.data_dir) / "archives" / name, ignore_errors=True)  # its unpacked zips
         return {"deleted": name, "purge_job": job.id}
 
     return await to_thread.run_sync(run)

@@ -22,7 +22,7 @@ from assistant.routes.ingestion import allowed_path, enqueue, uploads_dir
 from assistant.services import Services
 
 JobStatusName = Literal["pending", "running", "done", "failed", "cancelled"]
-FileStateName = Literal["pending", "parsing", "embedding", "done", "failed", "skipped", "removed"]
+FileStateName = Literal["pending", "parsing", "ocr", "embedding", "done", "failed", "skipped", "removed"]
 
 
 def jobs_of(services: Services) -> Jobs:

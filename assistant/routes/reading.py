@@ -1,15 +1,16 @@
 """What a source card opens: the passage in context, and the original file it came from.
 
 - GET  /api/chunks/{id}/context    the chunk among its neighbours, in reading order (lines, page,
-                                   heading, symbol of each), with the document it belongs to
+                                   heading, symbol of each), with the document it belongs to and the
+                                   passage as one text (assistant/answers/passage_view.py); with
+                                   ?chunks=a,b the source's other chunks are targets too
 - GET  /api/documents/{id}/file    the original file, from where it was ingested; with ?lines=a-b, a
                                    text file as a page of numbered lines, lines a-b marked, each line
                                    anchored #L<n> (the page opens at the passage)
 
-A passage's `document.file_url` opens the original at the target chunk: `?lines=a-b#La` for Markdown,
-reStructuredText and HTML (their chunks are rewritten text, so the page shows the file's own lines
-only there), `#page=N` for a PDF, the plain file otherwise; `numbered_lines` says whether the chunks'
-texts are the file's own lines, which the page may number.
+A passage's `document.file_url` opens the original at the target chunks: `?lines=a-b#La` for every
+text file whose chunks have lines (the numbered page scrolls to line a and marks a-b), `#page=N` for a
+PDF, the plain file otherwise; `numbered_lines` says whether the passage is shown as numbered lines.
 
 The file route only serves a stored document's own file: its recorded root joined with its recorded
 relative path, resolved, and still inside that root as recorded (a root that no longer resolves to
@@ -19,6 +20,7 @@ anything are served inline; all else is a download.
 
 from __future__ import annotations
 
+import hashlib
 import html
 from pathlib import Path
 from typing import Annotated
@@ -29,9 +31,10 @@ from litestar.exceptions import NotFoundException, ValidationException
 from litestar.params import Parameter
 from litestar.response import File
 
-from indexes.reading import DocumentRef, PassageChunk, document_by_id, document_of_chunk, passage
+from indexes.reading import DocumentRef, PassageChunk, document_by_id, document_of_chunk, ordinals_of, passage
 from indexes.records import real_path_inside, root_in_place
 
+from assistant.answers.passage_view import REWRITTEN_KINDS, passage_view, reads_file
 from assistant.security.access import Identity, scoped
 from assistant.routes.deps import RowId
 from assistant.services import Services
@@ -46,33 +49,34 @@ INLINE_TYPES = {
     "gif": "image/gif",
     "webp": "image/webp",
 }
+TEXT_TYPE = "text/plain; charset=utf-8"
 TEXT_KINDS = frozenset({
     "txt", "md", "markdown", "rst", "py", "js", "ts", "tsx", "jsx", "go", "rs", "java", "c", "h", "cpp", "hpp",
     "cs", "rb", "php", "sh", "toml", "yaml", "yml", "json", "ini", "cfg", "csv", "sql", "html", "htm", "xml",
-    "css", "svg", "tex", "org", "log",
+    "css", "svg", "tex", "org", "log", "rst", "xhtml",
 })
-# Kinds whose chunk texts are rewritten by their parser (markup dropped, lines joined), not the file's lines.
-REWRITTEN_KINDS = frozenset({"md", "markdown", "rst", "html", "htm", "xhtml"})
 # The file's own scripts, forms and plugins stay off even when a browser is told to render it.
 FILE_HEADERS = {"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox; default-src 'none'"}
 MAX_LINES_VIEW_BYTES = 8 * 1024 * 1024  # a larger text file is served as it is, without the numbered view
 LINES = r"^[1-9][0-9]{0,8}(-[1-9][0-9]{0,8})?$"
+CHUNK_IDS = r"^[1-9][0-9]{0,11}(,[1-9][0-9]{0,11}){0,9}$"
 
 
 def file_url(document_id: int) -> str:
     return f"/api/documents/{document_id}/file"
 
 
-def passage_url(doc: DocumentRef, chunk: PassageChunk | None) -> str:
-    """The original file opened at a chunk: its lines for rewritten text, its page for a PDF."""
+def passage_url(doc: DocumentRef, chunks: list[PassageChunk]) -> str:
+    """The original file opened at these chunks: a text file's numbered page at their lines, a PDF at
+    their first page, else the file itself."""
     url = file_url(doc.document_id)
-    if chunk is None:
-        return url
-    if doc.kind in REWRITTEN_KINDS and chunk.line_start is not None:
-        end = chunk.line_end or chunk.line_start
-        return f"{url}?lines={chunk.line_start}-{end}#L{chunk.line_start}"
-    if doc.kind == "pdf" and chunk.page:
-        return f"{url}#page={chunk.page}"
+    lines = [(c.line_start, c.line_end or c.line_start) for c in chunks if c.line_start is not None]
+    if lines and (doc.kind in REWRITTEN_KINDS or content_type(doc.kind, doc.path)[0] == TEXT_TYPE):
+        first, last = min(a for a, _ in lines), max(b for _, b in lines)
+        return f"{url}?lines={first}-{last}#L{first}"
+    pages = [c.page for c in chunks if c.page]
+    if doc.kind == "pdf" and pages:
+        return f"{url}#page={min(pages)}"
     return url
 
 
@@ -100,27 +104,46 @@ def deleted(doc: DocumentRef) -> bool:
     return doc.collection.startswith("~")
 
 
-def document_summary(doc: DocumentRef, target: PassageChunk | None = None) -> dict:
+def document_summary(doc: DocumentRef, targets: list[PassageChunk]) -> dict:
     return {
         "document_id": doc.document_id, "collection": doc.collection, "path": doc.path, "title": doc.title,
-        "kind": doc.kind, "chunks": doc.chunks, "file_url": passage_url(doc, target),
+        "kind": doc.kind, "chunks": doc.chunks, "file_url": passage_url(doc, targets),
     }
 
 
-def chunk_context(services: Services, identity: Identity, chunk_id: int, neighbours: int) -> dict:
+def unchanged_text(doc: DocumentRef) -> str | None:
+    """The original file's text while it is still the file the chunks were made from (same sha256, under
+    the size limit, inside its root as recorded); None otherwise."""
+    if not doc.root or not doc.sha256 or not root_in_place(doc.root):
+        return None
+    path = real_path_inside(Path(doc.root) / doc.path, doc.root)
+    if path is None or not path.is_file() or path.stat().st_size > MAX_LINES_VIEW_BYTES:
+        return None
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != doc.sha256:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def chunk_context(services: Services, identity: Identity, chunk_id: int, neighbours: int,
+                  also: list[int] | None = None) -> dict:
+    """The chunk (with `also`, the other chunks of its source: those of its document count) among its
+    neighbours, and the passage they make."""
     found = document_of_chunk(services.store, chunk_id)
     if found is None or deleted(found[0]):
         raise NotFoundException(f"no chunk {chunk_id}")
     doc, ordinal = found
     identity.check_collection(doc.collection)
-    p = passage(services.store, doc, [ordinal], neighbours)
-    target = next((c for c in p.chunks if c.chunk_id == chunk_id), None)
-    numbered = (doc.kind not in REWRITTEN_KINDS and all(c.line_start is not None for c in p.chunks)
-                and not any(c.page for c in p.chunks))
+    ordinals = [ordinal, *ordinals_of(services.store, doc.document_id, also or [])]
+    p = passage(services.store, doc, ordinals, neighbours)
+    targets = [c for c in p.chunks if c.chunk_id in p.targets]
+    view = passage_view(p.chunks, set(p.targets), doc.kind,
+                        unchanged_text(doc) if reads_file(doc.kind, p.chunks) else None)
     return {
-        "document": document_summary(doc, target) | {"numbered_lines": numbered},
+        "document": document_summary(doc, targets) | {"numbered_lines": view["format"] == "lines"},
         "chunks": [c.to_dict() | {"target": c.chunk_id in p.targets} for c in p.chunks],
         "target": chunk_id,
+        "passage": view,
     }
 
 
@@ -147,7 +170,7 @@ def content_type(kind: str, name: str) -> tuple[str, str]:
     if kind in INLINE_TYPES:
         return INLINE_TYPES[kind], "inline"
     if kind in TEXT_KINDS:
-        return "text/plain; charset=utf-8", "inline"
+        return TEXT_TYPE, "inline"
     return "application/octet-stream", "attachment"
 
 
@@ -155,15 +178,18 @@ def content_type(kind: str, name: str) -> tuple[str, str]:
 async def chunk_in_context(
     services: Services, identity: Identity, chunk_id: RowId,
     neighbours: Annotated[int, Parameter(ge=0, le=10, description="chunks shown before and after")] = 2,
+    chunks: Annotated[str | None, Parameter(pattern=CHUNK_IDS, description="the source's other chunk ids (a,b): targets too")] = None,
 ) -> dict:
-    """The chunk with its neighbouring chunks of the same document, in reading order."""
-    return await to_thread.run_sync(chunk_context, services, identity, chunk_id, neighbours)
+    """The chunk with its neighbouring chunks of the same document, in reading order, and the passage
+    they make as one text; `chunks` names the other chunks of the same source."""
+    also = [int(i) for i in chunks.split(",")] if chunks else []
+    return await to_thread.run_sync(chunk_context, services, identity, chunk_id, neighbours, also)
 
 
 def lines_view(path: Path, doc: DocumentRef, lines: str) -> str | None:
     """The numbered page of a text file at these lines; None for a file that is not text or too large."""
     first, last = parse_lines(lines)
-    if content_type(doc.kind, path.name)[0] != "text/plain; charset=utf-8" or path.stat().st_size > MAX_LINES_VIEW_BYTES:
+    if content_type(doc.kind, path.name)[0] != TEXT_TYPE or path.stat().st_size > MAX_LINES_VIEW_BYTES:
         return None
     return numbered_page(path.read_bytes().decode("utf-8", errors="replace"), first, last)
 

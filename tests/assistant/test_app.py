@@ -39,8 +39,8 @@ async def test_ask_streams_tokens_then_cited_sources_then_done(client):
     assert r.headers["content-type"].startswith("text/event-stream")
     events = parse_sse(r.text)
     kinds = [k for k, _ in events]
-    assert kinds[0] == "token" and kinds[-2:] == ["sources", "done"]
-    assert set(kinds[:-2]) == {"token"}
+    assert kinds[:2] == ["retrieved", "token"] and kinds[-2:] == ["sources", "done"]
+    assert set(kinds[1:-2]) == {"token"}
     answer = "".join(d["text"] for k, d in events if k == "token")
     sources = events[-2][1]["sources"]
     assert answer.strip() and sources

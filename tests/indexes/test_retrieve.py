@@ -102,3 +102,15 @@ def test_source_prior_puts_the_defining_file_first(store, embedder):
     query = "Where is make_response implemented?"
     ranked = Retriever(store, embedder, code_terms=True, prior=PathPrior(source=0.3, symbol=0.1)).search(query, "code", k=3)
     assert ranked[0].path == "src/app.py"
+
+
+def test_a_snippet_starts_at_what_the_section_says_not_its_headings(store, embedder):
+    """A chunk's text starts with its section's headings (a paragraph each): the card shows them apart."""
+    coll = store.ensure_collection("guide", embedder.name, embedder.dim)
+    texts = ["Tea guide\n\nBrewing\n\nSteep green tea for two minutes at eighty degrees.", "Brewing"]
+    place = [Location(heading_path="Tea guide › Brewing"), Location(heading_path="Tea guide › Brewing")]
+    store.write_document(coll, SourceInfo(path="tea.md", title="Tea guide", kind="md"),
+                         [NewChunk(text=t, location=p) for t, p in zip(texts, place)], embedder.embed(texts))
+    hits = {h.text: h for h in Retriever(store, embedder).search("steep green tea brewing", "guide", k=2)}
+    assert hits[texts[0]].snippet == "Steep green tea for two minutes at eighty degrees."
+    assert hits["Brewing"].snippet == "Brewing"  # a chunk that is only its heading keeps it

@@ -70,9 +70,10 @@ def test_server_folder_then_cited_code_shows_the_file_line_numbers(page, live_se
     assert target_lines and target.locator(".code-line").count() < len(shown), "the cited chunk among neighbours"
     expect(page.locator("#preview-meta")).to_contain_text("helpers.py")
 
-    # the original file: the same bytes, as plain text
+    # the original file: opened at the cited lines; without them, the same bytes as plain text
     href = page.get_attribute("#preview-file", "href")
-    original = httpx.get(live_server + href)
+    assert re.fullmatch(rf"/api/documents/\d+/file\?lines={target_lines[0]}-{target_lines[-1]}#L{target_lines[0]}", href)
+    original = httpx.get(live_server + href.split("?")[0])
     assert original.status_code == 200 and original.text == source.read_text(encoding="utf-8")
     assert original.headers["content-type"].startswith("text/plain")
 

@@ -1,5 +1,6 @@
 """The page against the real llama.cpp backend (the packaged Gemma-3-270M, in-process): streaming,
-Stop and Esc really cancel (the server's in-flight count returns to 0), reload and follow-up."""
+Stop and Esc really cancel (the server's in-flight count returns to 0), reload and follow-up; an answer
+regenerated, its question edited and sent again and thumbed down with a comment, all kept on reload."""
 
 from __future__ import annotations
 
@@ -89,4 +90,68 @@ def test_real_answer_streams_then_reload_and_follow_up(llama_page, llama_web):
     expect(page.locator(".answer").last).to_have_attribute("aria-busy", "false", timeout=ANSWER_TIMEOUT_MS)
     turns = httpx.get(f"{llama_web}/api/conversations/{conversation_id}").json()["turns"]
     assert [t["question"] for t in turns] == ["How often should the starter be fed?", "And the bulk fermentation?"]
+    wait_until(lambda: in_flight(llama_web), accept=lambda n: n == 0, timeout=20, what="the server ending the answer")
+
+
+def test_regenerate_edit_and_thumbs_down_survive_a_reload_and_are_exported(llama_page, llama_web):
+    page = llama_page
+    page.goto("/")
+    expect(page.locator("#collection")).to_be_enabled()
+    page.click("#new-chat")
+    with page.expect_request("**/api/ask") as first:
+        page.fill("#question", "How often is the starter fed?")
+        page.press("#question", "Enter")
+    conversation_id = first.value.post_data_json["conversation_id"]
+    turn = page.locator(".turn").last
+    expect(turn.locator(".regenerate")).to_be_visible(timeout=ANSWER_TIMEOUT_MS)
+    expect(turn.locator(".variant-count")).to_have_count(0)
+
+    # Regenerate: a second answer to the same question, in the same turn.
+    with page.expect_request("**/api/ask") as again:
+        turn.locator(".regenerate").click()
+    first_turn_id = httpx.get(f"{llama_web}/api/conversations/{conversation_id}", timeout=10).json()["turns"][0]["id"]
+    assert again.value.post_data_json["regenerate_of"] == first_turn_id
+    expect(page.locator(".turn .variant-count")).to_have_text("2 / 2", timeout=ANSWER_TIMEOUT_MS)
+    expect(page.locator(".turn")).to_have_count(1)
+
+    # Edit the question in place and send it again with the keyboard.
+    page.locator(".turn .edit-question").click()
+    field = page.locator(".turn .edit-form textarea")
+    expect(field).to_be_focused()
+    field.fill("How long is the bulk fermentation?")
+    field.press("Enter")
+    expect(page.locator(".turn .variant-count")).to_have_text("3 / 3", timeout=ANSWER_TIMEOUT_MS)
+    expect(page.locator(".turn .question")).to_have_text("How long is the bulk fermentation?")
+
+    # Thumbs down with a comment.
+    page.locator(".turn .feedback-down").click()
+    expect(page.locator(".turn .feedback-down")).to_have_attribute("aria-pressed", "true")
+    comment = page.locator(".turn .feedback-comment textarea")
+    expect(comment).to_be_visible()
+    comment.fill("It does not give the hours.")
+    page.locator(".turn .feedback-comment button[type=submit]").click()
+    expect(page.locator(".turn .feedback-note")).to_have_text("Thank you: saved.")
+
+    # Reload: the answers, the edited question and the feedback come back from the server.
+    page.reload()
+    expect(page.locator(".turn")).to_have_count(1)
+    expect(page.locator(".turn .question")).to_have_text("How long is the bulk fermentation?")
+    expect(page.locator(".turn .variant-count")).to_have_text("3 / 3")
+    expect(page.locator(".turn .feedback-down")).to_have_attribute("aria-pressed", "true")
+    expect(page.locator(".turn .feedback-comment textarea")).to_have_value("It does not give the hours.")
+    page.locator(".turn .variant-prev").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator(".turn .variant-count")).to_have_text("2 / 3")
+    expect(page.locator(".turn .variant-prev")).to_be_focused()
+    expect(page.locator(".turn .question")).to_have_text("How often is the starter fed?")
+    expect(page.locator(".turn .feedback-down")).to_have_attribute("aria-pressed", "false")
+
+    saved = httpx.get(f"{llama_web}/api/conversations/{conversation_id}", timeout=10).json()["turns"]
+    (last,) = saved
+    assert [v["question"] for v in last["variants"]] == ["How often is the starter fed?"] * 2
+    exported = httpx.get(f"{llama_web}/api/feedback", params={"rating": -1}, timeout=10).json()
+    (row,) = [r for r in exported if r["conversation_id"] == conversation_id]
+    assert (row["turn_id"], row["question"], row["comment"]) == (last["id"], "How long is the bulk fermentation?",
+                                                               "It does not give the hours.")
+    assert row["answer"] == last["answer"] and row["sources"] and row["sources"][0]["path"].endswith(".md")
     wait_until(lambda: in_flight(llama_web), accept=lambda n: n == 0, timeout=20, what="the server ending the answer")

@@ -86,7 +86,8 @@ def test_answers_in_flight_counts_a_streaming_answer(settings_factory, make_serv
     with serve_in_thread(create_app(settings, services)) as server, httpx.Client(base_url=server.url, timeout=60) as http:
         with http.stream("POST", "/api/ask", json=QUESTION) as r:
             lines = r.iter_lines()  # kept: an iterator dropped closes the response (a disconnect)
-            assert next(lines) == "event: token"  # the first token is out; the rest is being generated
+            assert next(line for line in lines if line.startswith("event: ") and line != "event: retrieved") == (
+                "event: token")  # the first token is out; the rest is being generated
             assert total(samples(http.get("/metrics").text), "assistant_answers_in_flight") == 1
             rest = parse_sse("\n".join(["event: token", *lines]))
             assert rest[-1][0] == "done" and rest[-1][1]["answer"], rest[-1]

@@ -66,10 +66,56 @@ async def test_code_chunks_carry_the_file_line_numbers(client, services):
     row = services.store.engine.connect().execute(
         text("SELECT id FROM chunk WHERE document_id = :d ORDER BY ordinal LIMIT 1"), {"d": tool["id"]}).first()
     body = (await client.get(f"/api/chunks/{row[0]}/context")).json()
-    assert body["document"]["numbered_lines"] is True and body["document"]["file_url"] == f"/api/documents/{tool['id']}/file"
-    lines = (await client.get(body["document"]["file_url"])).text.splitlines()
+    target = next(c for c in body["chunks"] if c["target"])
+    a, b = target["line_start"], target["line_end"]
+    assert body["document"]["numbered_lines"] is True
+    assert body["document"]["file_url"] == f"/api/documents/{tool['id']}/file?lines={a}-{b}#L{a}"
+    lines = (await client.get(f"/api/documents/{tool['id']}/file")).text.splitlines()
     for c in body["chunks"]:
         assert c["text"].strip() == "\n".join(lines[c["line_start"] - 1:c["line_end"]]).strip()
+    passage = body["passage"]
+    assert passage["format"] == "lines" and passage["target_lines"] == [a, b]
+    first = passage["line_start"]
+    assert passage["text"].split("\n") == lines[first - 1:first - 1 + len(passage["text"].split("\n"))]
+
+
+async def test_a_passage_is_the_markdown_files_own_lines_with_every_chunk_of_the_source_a_target(
+        client, services, folder):
+    """Overlapping chunks shown once: the file's own lines while the file is the one ingested, else the
+    chunks' texts merged; `chunks` makes the source's other chunks targets, and the original opens at
+    all of their lines."""
+    guide = (await docs_by_path(client))["guide.md"]
+    ids = [r[0] for r in services.store.engine.connect().execute(
+        text("SELECT id FROM chunk WHERE document_id = :d ORDER BY ordinal"), {"d": guide["id"]})]
+    r = await client.get(f"/api/chunks/{ids[2]}/context", params={"neighbours": 1, "chunks": f"{ids[3]},{ids[4]}"})
+    body = r.json()
+    assert [c["chunk_id"] for c in body["chunks"]] == ids[1:6]
+    assert [c["target"] for c in body["chunks"]] == [False, True, True, True, False]
+    cited = body["chunks"][1:4]
+    a, b = cited[0]["line_start"], max(c["line_end"] for c in cited)
+    assert body["document"]["file_url"].endswith(f"?lines={a}-{b}#L{a}")
+    passage = body["passage"]
+    assert passage["format"] == "markdown" and passage["target_lines"] == [a, b]
+    source = (folder / "guide.md").read_text().split("\n")
+    first = passage["line_start"]
+    assert passage["text"].split("\n") == source[first - 1:first - 1 + len(passage["text"].split("\n"))]
+    assert passage["text"].count("## Part 2") <= 1
+
+    other = (await docs_by_path(client))["tool.py"]
+    strays = services.store.engine.connect().execute(
+        text("SELECT id FROM chunk WHERE document_id = :d"), {"d": other["id"]}).scalars().all()
+    alone = (await client.get(f"/api/chunks/{ids[2]}/context", params={"neighbours": 0, "chunks": strays[0]})).json()
+    assert [c["chunk_id"] for c in alone["chunks"]] == [ids[2]]  # another document's chunk is no target here
+    assert (await client.get(f"/api/chunks/{ids[2]}/context", params={"chunks": "1,x"})).status_code == 400
+
+    (folder / "guide.md").write_text((folder / "guide.md").read_text() + "\nAn edit after ingestion.\n")
+    changed = (await client.get(f"/api/chunks/{ids[2]}/context", params={"chunks": str(ids[3])})).json()["passage"]
+    assert changed["format"] == "text"  # the file's lines no longer say what the chunks were made from
+    targets = [p for p in changed["parts"] if p["target"]]
+    assert [p["chunk_id"] for p in targets] == ids[2:4]
+    merged = changed["text"]
+    for c in body["chunks"]:
+        assert c["text"].strip()[-40:] in merged
 
 
 async def test_the_original_opens_at_a_markdown_chunks_lines(client, services, folder):

@@ -1,0 +1,127 @@
+"""The answer as it streams, in headless Chromium against the real server (a slow echo backend giving
+known replies): the source cards come before the first token, a new conversation is listed while its
+answer is written, Stop keeps the cards (a citation still opens its source) and the stopped answer's
+actions, and a stopped answer is there after a reload with its partial text, its sources and a stopped mark."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Iterator
+
+import httpx
+import pytest
+
+from tests.support.wait import wait_until
+from tests.web.conftest import DOCS, assistant_command, base_env, checked_page, ingest, running_server, write_folder
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+expect = sync_api.expect
+
+pytestmark = pytest.mark.browser
+
+ANSWER_TIMEOUT_MS = 60_000  # the first question also warms the embedder up on a shared CPU
+
+FERMENT = "How long does the dough ferment in bulk?"
+STARTER = "How often is the sourdough starter fed?"
+TAIL = " ".join(["and the dough keeps its rhythm"] * 6)  # 36 words: about 7 s at 0.2 s a word
+REPLIES = {
+    FERMENT: f"The dough ferments for four to six hours [1] {TAIL}",
+    STARTER: f"Feed the starter [1] every twelve hours {TAIL}",
+}
+
+# The states the last turn goes through, in order: whether it shows source cards, and answer text.
+WATCH_TURN = """() => {
+  window.turnStates = [];
+  new MutationObserver(() => {
+    const turns = document.querySelectorAll('.turn');
+    const turn = turns[turns.length - 1];
+    if (!turn) return;
+    const state = `${turn.querySelector('.source-card') ? 'cards' : ''}|${turn.querySelector('.answer').textContent.trim() ? 'text' : ''}`;
+    if (window.turnStates[window.turnStates.length - 1] !== state) window.turnStates.push(state);
+  }).observe(document.querySelector('#chat'), {subtree: true, childList: true, characterData: true});
+}"""
+
+
+@pytest.fixture(scope="module")
+def slow_server(tmp_path_factory) -> Iterator[str]:
+    """A server whose echo backend streams REPLIES a word every 0.2 s, over the sourdough/bicycle/solar docs."""
+    root = tmp_path_factory.mktemp("stream-web")
+    data = root / "data"
+    env = base_env(ASSISTANT_BACKEND="echo", ASSISTANT_ECHO_DELAY_S="0.2", ASSISTANT_ECHO_REPLIES=json.dumps(REPLIES))
+    ingest(assistant_command(), write_folder(root / "docs", DOCS), "docs", data, env)
+    with running_server(root, data, env) as base:
+        yield base
+
+
+@pytest.fixture
+def page(browser, slow_server):
+    with checked_page(browser, slow_server) as pg:
+        yield pg
+
+
+def start(page, question: str) -> None:
+    """Open the page and ask in a new conversation (not waiting for the answer)."""
+    page.goto("/")
+    expect(page.locator("#collection")).to_be_enabled()
+    page.click("#new-chat")
+    page.evaluate(WATCH_TURN)
+    page.fill("#question", question)
+    page.press("#question", "Enter")
+
+
+def test_cards_come_before_the_first_token_and_the_new_conversation_is_listed_while_streaming(page):
+    start(page, FERMENT)
+    turn = page.locator(".turn").last
+    expect(turn.locator(".sources.pending .source-card").first).to_be_visible(timeout=ANSWER_TIMEOUT_MS)
+    expect(turn.locator(".sources.pending .sources-title")).to_have_text("Retrieved, not yet cited")
+    # The conversation is in the sidebar under its question while the answer is still being written.
+    expect(page.locator(".conv-item .conv-open", has_text=FERMENT)).to_be_visible()
+    expect(turn.locator(".answer-block > .answer")).to_have_attribute("aria-busy", "true")
+
+    expect(turn.locator(".answer-block > .answer")).to_have_attribute("aria-busy", "false", timeout=ANSWER_TIMEOUT_MS)
+    expect(turn.locator(".timings")).to_be_visible()  # the done event arrived
+    states = page.evaluate("window.turnStates")
+    assert "cards|" in states and states.index("cards|") < next(i for i, s in enumerate(states) if s.endswith("text")), (
+        f"the cards were not shown before the first token: {states}")
+    expect(turn.locator(".sources.pending")).to_have_count(0)  # redrawn from the final `sources` event
+    expect(turn.locator(".sources-title.cited-group")).to_be_visible()
+    expect(turn.locator(".source-card.cited").first).to_contain_text("sourdough.md")
+
+
+def test_stop_keeps_the_cards_and_the_stopped_answer_is_there_after_a_reload(page, slow_server):
+    start(page, STARTER)
+    turn = page.locator(".turn").last
+    chip = turn.locator(".answer .citation").first
+    expect(chip).to_be_visible(timeout=ANSWER_TIMEOUT_MS)
+    page.click("#stop")
+    expect(turn.locator(".stopped-mark")).to_have_text("Stopped.")
+    cards = turn.locator(".source-card")
+    expect(cards.first).to_be_visible()
+    expect(chip).not_to_have_class(re.compile(r"\bunknown\b"))
+    expect(turn.locator(".source-card.cited").first).to_contain_text("sourdough.md")
+    chip.click()  # the citation of the partial answer opens its source
+    expect(page.locator("#preview")).to_be_visible()
+    expect(page.locator("#preview-meta")).to_contain_text("sourdough.md")
+    page.click("#preview-close")
+    # The stopped answer is stored: it can be judged and answered again at once, without a reload.
+    expect(turn.locator(".turn-actions .regenerate")).to_be_visible(timeout=10_000)
+    expect(turn.locator(".turn-actions .feedback-down")).to_be_visible()
+    partial = turn.locator(".answer-block > .answer").inner_text().strip()
+    assert partial.startswith("Feed the starter [1]") and len(partial) < len(REPLIES[STARTER]), partial
+
+    conversation_id = int(page.evaluate("localStorage.getItem('rag.conversation')"))
+    url = f"{slow_server}/api/conversations/{conversation_id}"
+    wait_until(lambda: httpx.get(url, timeout=10).json()["turns"], timeout=30, what="the stopped turn stored")
+    page.reload()
+    turn = page.locator(".turn").last
+    expect(turn.locator(".question")).to_have_text(STARTER)
+    expect(turn.locator(".stopped-mark")).to_have_text("Stopped.")
+    answer = turn.locator(".answer-block > .answer")
+    expect(answer).to_contain_text(partial)
+    assert len(answer.inner_text()) < len(REPLIES[STARTER])
+    expect(turn.locator(".source-card.cited").first).to_contain_text("sourdough.md")
+    turn.locator(".answer .citation").first.click()
+    expect(page.locator("#preview-meta")).to_contain_text("sourdough.md")
+    page.click("#preview-close")
+    expect(page.locator(f".conv-item[data-id='{conversation_id}'] .conv-open")).to_have_text(STARTER)
