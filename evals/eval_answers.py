@@ -99,9 +99,10 @@ def choose(questions: list[AnswerQuestion], split: str, limit: int | None) -> li
 
 
 def score_answer(q: AnswerQuestion, answer: str, cited_paths: list[str], source_texts: dict[int, str],
-                 done: dict[str, Any]) -> dict[str, Any]:
-    """The measures of one answer (pure): what the reader was shown, against the question and its sources."""
-    check = support.check_answer(answer, source_texts)
+                 done: dict[str, Any], places: dict[int, str] | None = None) -> dict[str, Any]:
+    """The measures of one answer (pure): what the reader was shown, against the question and its sources
+    (number -> text, and the place the prompt showed each under)."""
+    check = support.check_answer(answer, source_texts, places)
     found, expected = fact_recall(answer, q.facts)
     timings = done.get("timings") or {}
     first, total = timings.get("first_token_ms"), timings.get("total_ms")
@@ -124,12 +125,14 @@ def score_answer(q: AnswerQuestion, answer: str, cited_paths: list[str], source_
 
 async def ask(q: AnswerQuestion, collection: str, *, retriever, backend, settings: Settings) -> dict[str, Any]:
     """One question through rag.prepare() and its events (what `answer()` runs), scored."""
+    from assistant.answers.prompts import sources_shown
     from assistant.answers.rag import prepare
 
     row: dict[str, Any] = {"question": q.question, "split": q.split, "unanswerable": q.unanswerable,
                            "source": "|".join(q.sources)}
     prepared = await prepare(q.question, collection, retriever=retriever, backend=backend, settings=settings)
-    texts = {n: h.text for n, h in enumerate(prepared.prompt.sources_used, start=1)} if prepared.prompt else {}
+    used = prepared.prompt.sources_used if prepared.prompt else []
+    texts, places = sources_shown(used)
     cited: list[str] = []
     done: dict[str, Any] = {}
     try:
@@ -148,12 +151,11 @@ async def ask(q: AnswerQuestion, collection: str, *, retriever, backend, setting
     row.update(answer=answer, cited=cited)
     if done.get("model_answer") is not None and done["model_answer"] != answer:
         row["model_answer"] = done["model_answer"]
-    row.update(score_answer(q, answer, cited, texts, done))
+    row.update(score_answer(q, answer, cited, texts, done, places))
     # What `--rescore` needs to judge the same answer again with a changed check: the model's own text
     # and the sources its prompt held.
     row["model_text"] = done.get("model_answer", answer)
-    row["prompt_sources"] = [{"n": n, "path": h.path, "text": h.text}
-                             for n, h in enumerate(prepared.prompt.sources_used if prepared.prompt else [], start=1)]
+    row["prompt_sources"] = [{"n": n, "path": h.path, "place": places[n], "text": h.text} for n, h in enumerate(used, start=1)]
     return row
 
 
@@ -165,8 +167,9 @@ def rescore(q: AnswerQuestion, row: dict[str, Any], replace: bool) -> dict[str, 
 
     texts = {int(s["n"]): str(s["text"]) for s in row["prompt_sources"]}
     paths = {int(s["n"]): str(s["path"]) for s in row["prompt_sources"]}
+    places = {int(s["n"]): str(s.get("place", s["path"])) for s in row["prompt_sources"]}  # older files: the path only
     model_text = str(row["model_text"])
-    _, check, fields = checked_answer(q.question, model_text, texts, replace)
+    _, check, fields = checked_answer(q.question, model_text, texts, places, replace)
     answer = fields["answer"]
     cited = [] if check["replaced"] else list(dict.fromkeys(paths[n] for n in cited_numbers(answer) if n in paths))
     done = {"check": check, "model_answer": fields.get("model_answer"), "completion_tokens": row.get("completion_tokens"),
@@ -175,7 +178,7 @@ def rescore(q: AnswerQuestion, row: dict[str, Any], replace: bool) -> dict[str, 
     out.update(answer=answer, cited=cited)
     if model_text != answer:
         out["model_answer"] = model_text
-    out.update(score_answer(q, answer, cited, texts, done))
+    out.update(score_answer(q, answer, cited, texts, done, places))
     out.update(ttft_ms=row.get("ttft_ms"), tokens_per_s=row.get("tokens_per_s"), model_text=model_text,
                prompt_sources=row["prompt_sources"])
     return out

@@ -192,7 +192,7 @@ def run_questions(args: argparse.Namespace, settings: Settings) -> int:
     console = Console()
     console.print(table)
     console.print(f"set {set_name}, split {args.split}, {len(questions)} questions")
-    console.print("  ".join(f"{k} {v}" for k, v in out.items() if k.startswith("hit@") or k in ("file_mrr@10", "symbol_in_range", "fact_recall", "search_ms_p50")))
+    console.print("  ".join(f"{k} {v}" for k, v in out.items() if k.startswith("hit@") or k in ("file_mrr@10", "symbol_in_range", "chunk_fact_recall", "chunk_row_recall", "fact_recall", "search_ms_p50")))
     return 0
 
 

@@ -8,7 +8,9 @@ may take one split only, so that settings chosen on `tune` are reported on quest
 
 Besides hit@k, the report gives file-level MRR@10 (1 / rank of the source among the distinct files
 found) and, for questions with a symbol, how often the best chunk of the source file cites a line
-range holding the symbol's definition (`symbol_in_range`).
+range holding the symbol's definition (`symbol_in_range`). For questions with facts it says how many of
+them the top hit's text holds (`chunk_fact_recall`: what the prompt puts first, before any model reads
+it) and how often one line of it holds them all (`chunk_row_recall`: a table's row kept together).
 The folder is ingested through the ingestion package's own API, with the options `assistant ingest`
 would use.
 """
@@ -122,6 +124,12 @@ def fact_recall(answer: str, facts: list[str]) -> tuple[int, int]:
     return sum(1 for f in facts if fact_found(answer, f)), len(facts)
 
 
+def facts_on_one_line(text: str, facts: list[str]) -> bool:
+    """Whether one line of text states every fact: a table row keeps a record's cells on one line, so a
+    chunk that lost its table's rows (cells one per paragraph) holds the facts apart."""
+    return any(all(fact_found(line, f) for f in facts) for line in text.split("\n"))
+
+
 def definition_lines(text: str, symbol: str) -> list[int]:
     """1-based lines of a file that define `symbol` (its last dotted part): `def`/`class` lines, else
     assignments and mapping keys (`NAME = `, `"NAME": `); [] when none is found."""
@@ -173,6 +181,10 @@ def evaluate_questions(
         cited = symbol_cited(hits, q.source, q.symbol, root)
         if cited is not None:
             d["symbol_in_range"] = cited
+        if q.answer_facts:
+            top = hits[0].text if hits else ""
+            d["chunk_facts_found"], d["facts_expected"] = fact_recall(top, q.answer_facts)
+            d["chunk_row"] = facts_on_one_line(top, q.answer_facts)
         details.append(d)
     n = max(len(questions), 1)
     metrics = {
@@ -184,6 +196,11 @@ def evaluate_questions(
     if checked:
         metrics["symbol_in_range"] = round(sum(checked) / len(checked), 4)
         metrics["symbol_questions"] = len(checked)
+    with_facts = [d for d in details if "chunk_row" in d]
+    if with_facts:
+        metrics["chunk_fact_recall"] = round(sum(d["chunk_facts_found"] for d in with_facts)
+                                             / sum(d["facts_expected"] for d in with_facts), 4)
+        metrics["chunk_row_recall"] = round(sum(d["chunk_row"] for d in with_facts) / len(with_facts), 4)
     metrics["search_ms_p50"] = round(percentile(times, 50), 1)
     return metrics, details
 

@@ -57,13 +57,44 @@ def diverse_places(order: list[int], meta: dict[int, ChunkMeta], k: int, *, per_
     return places
 
 
-def merge_texts(texts: list[str]) -> str:
-    """Consecutive chunk texts as one, the overlap between neighbours (a shared tail/head) written once."""
+@dataclass
+class MergedPart:
+    """Where one text lies in a merged text: `merged[start:end]` is its own text from `skip` on. The
+    `skip` characters before are either shared with the text before it (`shared`: they are
+    `merged[start - skip:start]`) or leading whitespace that was dropped."""
+
+    start: int
+    end: int
+    skip: int
+    shared: bool
+
+
+def merge_parts(texts: list[str]) -> tuple[str, list[MergedPart]]:
+    """Consecutive chunk texts as one, the overlap between neighbours (a shared tail/head) written once,
+    and where each text's part of it lies. Neighbours that share nothing are joined by one line break,
+    the whitespace between them dropped."""
     out = texts[0] if texts else ""
+    parts = [MergedPart(0, len(out), 0, False)] if texts else []
     for text in texts[1:]:
         overlap = _overlap(out, text)
-        out = out + text[overlap:] if overlap else out.rstrip() + "\n" + text.lstrip()
-    return out
+        if overlap:
+            parts.append(MergedPart(len(out), len(out) + len(text) - overlap, overlap, True))
+            out += text[overlap:]
+            continue
+        out = out.rstrip()
+        for p in parts:
+            p.end = min(p.end, len(out))
+            p.start = min(p.start, p.end)
+        body = text.lstrip()
+        out += "\n"
+        parts.append(MergedPart(len(out), len(out) + len(body), len(text) - len(body), False))
+        out += body
+    return out, parts
+
+
+def merge_texts(texts: list[str]) -> str:
+    """Consecutive chunk texts as one, the overlap between neighbours (a shared tail/head) written once."""
+    return merge_parts(texts)[0]
 
 
 def _overlap(left: str, right: str, longest: int = 4000, shortest: int = 20) -> int:

@@ -86,7 +86,7 @@ async def test_real_llamacpp_answer_streams_and_cites_only_returned_sources(inge
             events = [e async for e in answer(question, ["handbook"], retriever=retriever, backend=backend, settings=settings)]
             kinds = [e.type for e in events]
             assert "error" not in kinds, events[-1]
-            assert kinds[-2:] == ["sources", "done"] and set(kinds[:-2]) == {"token"}
+            assert kinds[0] == "retrieved" and kinds[-2:] == ["sources", "done"] and set(kinds[1:-2]) == {"token"}
             text = "".join(e.data["text"] for e in events if e.type == "token")
             assert text.strip(), "the streamed answer is not empty"
             sources = events[-2].data["sources"]

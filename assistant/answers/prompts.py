@@ -100,16 +100,30 @@ def prompt_location(path: str, where: Location) -> str:
     return out
 
 
-def source_block(n: int, hit: Hit, text: str | None = None) -> str:
-    """`[n] title — path:where`, the heading path or symbol when there is one, then the text."""
+def source_place(hit: Hit) -> str:
+    """What the prompt says of a source besides its text: `title — path:where`, then its heading path or
+    symbol when there is one. Answers repeat it ("…in src/flask/ctx.py, lines 155-193"), so the
+    citation check reads it too."""
     where = hit.location
-    lines = [f"[{n}] {hit.title} — {prompt_location(hit.path, where)}"]
+    lines = [f"{hit.title} — {prompt_location(hit.path, where)}"]
     if where.heading_path:
         lines.append(f"Section: {where.heading_path}")
     if where.symbol and where.symbol not in where.heading_path:
         lines.append(f"Symbol: {where.symbol}")
-    lines.append((hit.text if text is None else text).strip())
-    return CONTEXT_TAG.sub(lambda m: m[0].replace("<", "‹"), "\n".join(lines))  # a document cannot close the block
+    return "\n".join(lines)
+
+
+def sources_shown(hits: list[Hit]) -> tuple[dict[int, str], dict[int, str]]:
+    """Per source number of a prompt, its text and its place (`source_place`): what the citation check
+    scores an answer against."""
+    numbered = list(enumerate(hits, start=1))
+    return {n: h.text for n, h in numbered}, {n: source_place(h) for n, h in numbered}
+
+
+def source_block(n: int, hit: Hit, text: str | None = None) -> str:
+    """`[n]` and the source's place (`source_place`), then the text."""
+    block = f"[{n}] {source_place(hit)}\n{(hit.text if text is None else text).strip()}"
+    return CONTEXT_TAG.sub(lambda m: m[0].replace("<", "‹"), block)  # a document cannot close the block
 
 
 def render(style: str, blocks: list[str], history: list[Message], question: str) -> list[Message]:
@@ -202,6 +216,33 @@ def build_prompt(
             truncated = True
     exact = counted[lo] if not truncated and lo in counted else count(render(style, blocks, kept, question))
     return _prompt(style, blocks, used, kept, question, exact, budget, truncated)
+
+
+def whole_prompt(
+    question: str,
+    hits: list[Hit],
+    backend: TokenCounter,
+    max_answer_tokens: int,
+    margin: int,
+    history: list[dict] | None = None,
+) -> tuple[Prompt | None, int]:
+    """Every hit, in the order given and uncut, or no prompt: (the prompt, its token count) when it fits
+    the budget, else (None, the count of the prompt without history). History is kept whole, else its
+    last exchange, else left out: the document matters more than the conversation."""
+    style = backend.prompt_style
+    budget = backend.context_window - max_answer_tokens - margin
+    turns = clean_history(history)
+    blocks = [source_block(n, hit) for n, hit in enumerate(hits, start=1)]
+    tried = [turns]
+    if len(turns) > 2 and turns[-2]["role"] == "user":
+        tried.append(turns[-2:])
+    if turns:
+        tried.append([])
+    for kept in tried:
+        exact = backend.count_tokens(render(style, blocks, kept, question))
+        if exact <= budget:
+            return _prompt(style, blocks, list(hits), kept, question, exact, budget, truncated=False), exact
+    return None, exact
 
 
 def _prompt(style: str, blocks: list[str], used: list[Hit], kept: list[Message], question: str, exact: int,

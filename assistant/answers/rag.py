@@ -1,9 +1,14 @@
 """A question answered from the collections: retrieve, build a prompt that fits, stream the backend.
 
-Events, in order: `token` {"text"} ..., then `sources` {"sources": [cited first, then the others]},
-then `done` {"answer", "prompt_tokens", "completion_tokens"?, "model", "timings", "check",
-"model_answer"?}. A failure after the start (the prompt cannot fit, the backend fails, anything
-unexpected) becomes one `error` event {"message", "code"} that ends the stream; no exception escapes it.
+Events, in order: `retrieved` {"sources": [the prompt's sources in prompt order, every `cited` false]},
+then `token` {"text"} ..., then `sources` {"sources": [cited first, then the others]}, then `done`
+{"answer", "prompt_tokens", "completion_tokens"?, "model", "timings", "check", "document_mode"?, "document"?,
+"model_answer"?} (`document_mode` and `document` for a question about one document: whole or retrieved).
+`retrieved` comes before the backend's first token, so that a client shows what the answer draws on
+while the model works (and still has it when the answer is stopped); `sources` then says which were
+cited. A failure after the start (the prompt cannot fit, the backend fails, anything unexpected)
+becomes one `error` event {"message", "code"} that ends the stream (before `retrieved` when there is no
+prompt); no exception escapes it.
 
 Once generated, the answer is checked against the prompt's sources (support.py): each source dict
 gains `support` ({"score", "supported", "span": {"char_start", "char_end", "line_start", "line_end",
@@ -36,12 +41,14 @@ from typing import Any, AsyncIterator
 
 import anyio
 
+from indexes.reading import DocumentRef
 from indexes.retrieve import Hit, Retriever
 
 from assistant.backends.base import Backend, BackendBusy, BackendError, GenParams
 from assistant.answers.citations import CitationFilter, cited_numbers
+from assistant.answers.document_question import document_prompt
 from assistant.answers.support import NOT_IN_DOCUMENTS, AnswerCheck, attribute, check_answer, language_of
-from assistant.answers.prompts import Prompt, PromptTooLong, build_prompt
+from assistant.answers.prompts import Prompt, PromptTooLong, build_prompt, sources_shown
 from assistant.security.redaction import redact_text
 from assistant.settings import Settings
 from assistant.answers.source_view import hit_to_source, support_dict
@@ -51,7 +58,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Event:
-    type: str  # "token" | "sources" | "done" | "error"
+    type: str  # "retrieved" | "token" | "sources" | "done" | "error"
     data: dict
 
 
@@ -79,6 +86,14 @@ def source_dicts(sources: list[Hit], cited: list[int], check: AnswerCheck | None
     return sorted(out, key=lambda s: (not s["cited"], s["n"]))
 
 
+def partial_sources(retrieved: list[dict], text: str) -> list[dict]:
+    """The `retrieved` sources of an answer that ended early, each `cited` when the text that had
+    streamed cites it, cited first as in `sources`; without `support` (a partial answer is not checked)."""
+    cited = set(cited_numbers(text))
+    out = [dict(s, cited=s["n"] in cited) for s in retrieved]
+    return sorted(out, key=lambda s: (not s["cited"], s["n"]))
+
+
 def replaces_unsupported(settings: Settings) -> bool:
     """Whether an unsupported answer is replaced: `generation.replace_unsupported`, where auto means
     the packaged small models (they cite sources that do not say what they claim)."""
@@ -88,11 +103,13 @@ def replaces_unsupported(settings: Settings) -> bool:
     return mode == "on"
 
 
-def checked_answer(question: str, text: str, texts: dict[int, str], replace: bool) -> tuple[AnswerCheck, dict, dict]:
-    """The check of an answer against the prompt's sources (number -> text), the `check` of `done`, and
-    what `done` gains (`answer`, and `model_answer` when that is not the model's text)."""
-    attributed = attribute(text, texts)
-    check = check_answer(attributed.answer, texts)
+def checked_answer(question: str, text: str, texts: dict[int, str], places: dict[int, str],
+                   replace: bool) -> tuple[AnswerCheck, dict, dict]:
+    """The check of an answer against the prompt's sources (number -> text, and the place it was shown
+    under), the `check` of `done`, and what `done` gains (`answer`, and `model_answer` when that is not
+    the model's text)."""
+    attributed = attribute(text, texts, places)
+    check = check_answer(attributed.answer, texts, places)
     replaced = replace and check.unsupported and not check.abstained
     fields = {"answer": attributed.answer}
     if attributed.changes:
@@ -115,6 +132,7 @@ class PreparedAnswer:
     error: BaseException | None = None
     question: str = ""  # its language is the language of a replaced answer
     replace_unsupported: bool = False
+    done_fields: dict = field(default_factory=dict)  # what `done` also says (a question about one document)
     _closed: bool = field(default=False, repr=False)
 
     async def events(self) -> AsyncIterator[Event]:
@@ -127,6 +145,7 @@ class PreparedAnswer:
         first_token_ms: float | None = None
         engine_first_ms: float | None = None  # the backend's own time to its first piece
         try:
+            yield Event("retrieved", {"sources": source_dicts(prompt.sources_used, [])})
             async for piece in self.stream:
                 if engine_first_ms is None and piece:
                     engine_first_ms = (time.perf_counter() - self.sent) * 1000
@@ -148,9 +167,8 @@ class PreparedAnswer:
         text = "".join(pieces).strip()
         check_started = time.perf_counter()
         try:
-            check, check_data, fields = checked_answer(
-                self.question, text, {n: h.text for n, h in enumerate(prompt.sources_used, start=1)},
-                self.replace_unsupported)
+            check, check_data, fields = checked_answer(self.question, text, *sources_shown(prompt.sources_used),
+                                                       self.replace_unsupported)
         except Exception as exc:
             yield error_event(exc)
             return
@@ -170,6 +188,7 @@ class PreparedAnswer:
             "total_ms": round(self._ms(), 1),
         }
         done["check"] = check_data
+        done.update(self.done_fields)
         if "model_answer" in fields:
             done["model_answer"] = fields["model_answer"]
         yield Event("done", done)
@@ -198,19 +217,30 @@ async def prepare(
     k: int | None = None,
     filters: dict | None = None,
     query: str | None = None,
+    document: DocumentRef | None = None,
 ) -> PreparedAnswer:
     """Retrieve, build the prompt and open the backend stream (which takes a place in its queue).
 
     Retrieval searches for `query` when given (a follow-up rewritten to stand alone), else the question.
+    With a `document` (of the collections), the question is about it alone: the whole document when it
+    fits the window, else retrieval within it (answers/document_question.py); `done` says which.
     Raises BackendBusy when the backend's queue is full. Every other failure is kept and reported as
     the `error` event of `events()`. Call `events()` (or `aclose()`) so that the place is given back.
     """
     started = time.perf_counter()
     gen = settings.generation
 
+    done_fields: dict = {}
+
     def retrieve_and_build() -> tuple[float, Prompt]:
         # One worker-thread trip for both: under a burst of questions every trip back to the event
         # loop waits behind the others' work. Tokenizing is CPU work, or HTTP for remote servers.
+        if document is not None:
+            scoped = document_prompt(question, document, retriever=retriever, backend=backend,
+                                     max_answer_tokens=gen.max_tokens, margin=gen.margin_tokens,
+                                     k=k or settings.retrieval.k, history=history, query=query)
+            done_fields.update(scoped.done_fields(document, backend))
+            return (time.perf_counter() - started) * 1000, scoped.prompt
         hits = retriever.search(query or question, collections, k or settings.retrieval.k, filters=filters)
         retrieved = time.perf_counter()
         prompt = build_prompt(question, hits, backend, gen.max_tokens, gen.margin_tokens, history)
@@ -226,7 +256,7 @@ async def prepare(
     except Exception as exc:
         return PreparedAnswer(backend, None, None, started, 0.0, error=exc)
     return PreparedAnswer(backend, prompt, stream, started, retrieve_ms, sent, question=question,
-                          replace_unsupported=replaces_unsupported(settings))
+                          replace_unsupported=replaces_unsupported(settings), done_fields=done_fields)
 
 
 async def answer(
@@ -240,11 +270,12 @@ async def answer(
     k: int | None = None,
     filters: dict | None = None,
     query: str | None = None,
+    document: DocumentRef | None = None,
 ) -> AsyncIterator[Event]:
     """The events answering question from collections (see the module docstring for the contract)."""
     prepared = await prepare(
         question, collections, retriever=retriever, backend=backend, settings=settings, history=history, k=k,
-        filters=filters, query=query,
+        filters=filters, query=query, document=document,
     )
     try:
         async for event in prepared.events():

@@ -12,15 +12,22 @@ with `support()`:
    (的, 是, 了, ...); a run of one character is a unit of its own. Numbers are kept exactly ("13",
    "3.5", "1,000" = "1000").
 3. Key units are the claim's numbers and names (a word with a capital letter inside the sentence, a
-   digit, an underscore or a dot inside it: `Werkzeug`, `SECRET_KEY`, `app.run`).
+   digit, an underscore or a dot inside it: `Werkzeug`, `SECRET_KEY`, `app.run`; a file name counts by
+   its name, not its extension: `ctx.py` is `ctx`).
 4. The source is cut into segments (its lines, and its sentences within lines); a window is 1–3
    adjacent segments, grown further while it holds at most WINDOW_UNITS content units (short code
    lines).
    For each window: score = (share of the claim's units found in the window)
    × (share of its key units found in the window, 1 when it has none); a name counts as found in
-   every window when the source holds it anywhere (a chunk names its subject once). A wrong number or
-   name therefore sinks a claim that otherwise reuses the source's words ("15 vacation days" against
-   "13 days").
+   every window when the source holds it anywhere (a chunk names its subject once), and so does each
+   unit of the source's place as the prompt showed it (`prompts.source_place`: title, path, lines or
+   page, section, symbol), with the words that say where a thing is (PLACE_WORDS: file, line, page,
+   section, defined, implemented, located): "copy_current_request_context is implemented in
+   src/flask/ctx.py, lines 155-193" is read from the place, not from the code (the place's numbers
+   only for a claim that speaks of lines or a page: "12 weeks" is not line 12). A file the claim names
+   counts only when it is the source's own ("...in app.py" against a chunk of ctx.py whose code says
+   `current_app` is not found). A wrong number or name therefore sinks a claim that otherwise reuses
+   the source's words ("15 vacation days" against "13 days").
 5. The best window (highest score, then most units found, then the shortest, then the first) is
    the supporting span (-1, -1 when no unit is found anywhere); the claim is supported when the score
    is at least SUPPORT_THRESHOLD, chosen on the hand-labelled pairs of
@@ -141,6 +148,11 @@ STOP_WORDS = frozenset(
     such each any all both either neither some other which who whom whose what when where why how
     up down out off again further once own same s t don doesn didn isn aren wasn weren use used using""".split()
 )
+# A file name's key is its name: `app.py` is `app` (a dotted name's key is its last part, `app.run` is `run`).
+FILE_EXTENSIONS = frozenset("""py pyi md rst txt html htm js ts tsx jsx css json yaml yml toml cfg ini sh go rs java c h
+    cpp hpp pdf docx xlsx pptx csv tsv xml sql""".split())
+# The words of "X is defined in file F, lines a-b" that a source's place supports (as units: stemmed).
+PLACE_WORDS = frozenset({"file", "line", "page", "section", "defin", "implement", "locat"})
 # Function characters a CJK run is cut at: their bigrams ("的是", "了在") say nothing about content.
 CJK_STOP = frozenset("的了是在和与及或也都就把被对于之其这那个吗呢吧啊呀着过将并而从以为所")
 
@@ -261,9 +273,21 @@ def key_units(claim: str) -> frozenset[str]:
             inner_capital = any(c.isupper() for c in token[1:])
             shaped = any(c.isdigit() for c in token) or "_" in token or "." in token.strip(".")
             if (inner_capital or shaped or (token[0].isupper() and not first)) and token.casefold() not in STOP_WORDS:
-                keys.update(u for u in _word_units(token.casefold())[:1])
+                keys.update(_word_units(file_name(token) or token.casefold())[:1])
         first = False
     return frozenset(keys)
+
+
+def file_name(token: str) -> str | None:
+    """`app` for `app.py` (a name with a known file extension), else None."""
+    name, dot, extension = token.casefold().rpartition(".")
+    return name if dot and name and extension in FILE_EXTENSIONS else None
+
+
+def file_keys(claim: str) -> frozenset[str]:
+    """The files a claim names, as key units (`src/flask/ctx.py` gives `ctx`)."""
+    found = (file_name(m.group(0)) for m in TOKEN.finditer(plain(claim)) if m.group("word") is not None)
+    return frozenset(u for name in found if name for u in _word_units(name)[:1])
 
 
 # --- sentences ---------------------------------------------------------------------------------
@@ -334,8 +358,9 @@ def _score(claim_units: frozenset[str], keys: frozenset[str], window: set[str]) 
 LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)、])\s+")  # "- ", "2. ", "3) ": no part of the claim
 
 
-def support(claim: str, source_text: str) -> Support:
-    """How well source_text supports claim, and the window of it that does (see the module docstring)."""
+def support(claim: str, source_text: str, place: str = "") -> Support:
+    """How well source_text, shown under `place`, supports claim, and the window of the text that does
+    (see the module docstring)."""
     claim = LIST_ITEM.sub("", claim)
     claim_units = frozenset(units(claim))
     if not claim_units or not source_text.strip():
@@ -348,6 +373,13 @@ def support(claim: str, source_text: str) -> Support:
     # A name the source holds anywhere counts in every window: a chunk names its subject once
     # (`def send_file(`), its sentences then speak of it without repeating it.
     names = {k for k in keys if not k[0].isdigit() and any(k in u for u in seg_units)}
+    elsewhere: set[str] = set()  # files the claim names that are not this source's file
+    if place.strip():
+        place_units = claim_units.intersection(units(place))
+        if not claim_units & {"line", "page"}:  # a place's numbers are its lines or page: only such a claim uses them
+            place_units = {u for u in place_units if not u[0].isdigit()}
+        names |= place_units | (claim_units & PLACE_WORDS)
+        elsewhere = set(file_keys(claim) & claim_units) - place_units
     best_span = (-1, -1)
     best_key: tuple[float, float, int, int] = (0.0, 0.0, 0, 0)  # score, units found, then shorter, earlier
     for i in range(len(segs)):
@@ -359,7 +391,7 @@ def support(claim: str, source_text: str) -> Support:
             if j - i >= WINDOW_SEGMENTS and size > WINDOW_UNITS:
                 break
             window |= seg_units[j]
-            score, found = _score(claim_units, keys, window | names)
+            score, found = _score(claim_units, keys, (window | names) - elsewhere)
             key = (score, found, -length, -segs[i][0])
             if found > 0 and key > best_key:
                 best_key, best_span = key, (segs[i][0], segs[j][1])
@@ -431,13 +463,15 @@ def _is_claim(text: str) -> bool:
 # --- a whole answer ----------------------------------------------------------------------------
 
 
-def check_answer(answer: str, sources: dict[int, str]) -> AnswerCheck:
-    """Every sentence of answer checked against the sources it cites (number -> source text).
+def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | None = None) -> AnswerCheck:
+    """Every sentence of answer checked against the sources it cites (number -> source text, and the
+    place the prompt showed it under).
 
     A citation of a number missing from `sources` counts as unsupported. `unsupported` is true when
     the answer makes claims and none of them is supported by a source shown: by one it cites, or, for
     a claim that cites nothing, by any of them (a model that forgets its markers is not wrong for it).
     """
+    places = places or {}
     checks: list[SentenceCheck] = []
     citations = supported_citations = 0
     any_supported = False
@@ -446,13 +480,13 @@ def check_answer(answer: str, sources: dict[int, str]) -> AnswerCheck:
         supports: dict[int, Support] = {}
         for n in sentence.cited:
             text = sources.get(n)
-            supports[n] = support(sentence.text, text) if text else Support(0.0, False, -1, -1)
+            supports[n] = support(sentence.text, text, places.get(n, "")) if text else Support(0.0, False, -1, -1)
         ok = any(s.supported for s in supports.values()) if supports else None
         if claim:
             citations += len(supports)
             supported_citations += sum(s.supported for s in supports.values())
             any_supported = any_supported or bool(ok) or (
-                ok is None and any(support(sentence.text, t).supported for t in sources.values() if t)
+                ok is None and any(support(sentence.text, t, places.get(m, "")).supported for m, t in sources.items() if t)
             )
         checks.append(SentenceCheck(sentence, claim, supports, ok))
     claims = [c for c in checks if c.claim]
@@ -485,20 +519,21 @@ def _set_markers(text: str, numbers: list[int]) -> str:
     return f"{bare[:m.start()]}{gap}{markers}{bare[m.start():]}"
 
 
-def attribute(answer: str, sources: dict[int, str]) -> Attribution:
+def attribute(answer: str, sources: dict[int, str], places: dict[int, str] | None = None) -> Attribution:
     """Citations where the sources support them: a claim that cites nothing, or cites only sources that
     do not support it, is given the source that supports it best, when one does (score at least
     SUPPORT_THRESHOLD; ties go to the lower number). Supported citations are never touched, nor are
     claims no source supports: the check then reports them as unsupported. Small models often forget
     their markers or cite the neighbour of the source they copied from; the reader should still see
     which source says it."""
+    places = places or {}
     out: list[str] = []
     changes: list[dict] = []
     at = 0
     for sentence in split_sentences(answer):
         if not _is_claim(sentence.text):
             continue
-        scores = {n: support(sentence.text, text) for n, text in sources.items() if text}  # each source once
+        scores = {n: support(sentence.text, text, places.get(n, "")) for n, text in sources.items() if text}  # each source once
         if any(scores[n].supported for n in sentence.cited if n in scores):
             continue
         best = max(((s.score, -n, n) for n, s in scores.items()), default=None)
@@ -526,14 +561,16 @@ def language_of(text: str) -> str:
 
 
 def load_labels(path: str) -> list[dict]:
-    """The labelled pairs: one JSON object a line with `claim`, `source`, `supported` (bool)."""
+    """The labelled pairs: one JSON object a line with `claim`, `source`, `supported` (bool), and the
+    source's `place` where the claim is about it."""
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
 
 
 def agreement(labels: list[dict], threshold: float = SUPPORT_THRESHOLD) -> float:
     """The share of labelled pairs where `score >= threshold` agrees with the hand label."""
-    hits = sum((support(r["claim"], r["source"]).score >= threshold) == bool(r["supported"]) for r in labels)
+    hits = sum((support(r["claim"], r["source"], r.get("place", "")).score >= threshold) == bool(r["supported"])
+               for r in labels)
     return hits / len(labels) if labels else 0.0
 
 

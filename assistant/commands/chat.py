@@ -13,9 +13,10 @@ import asyncio
 from rich.console import Console
 from rich.text import Text
 
-from indexes.conversations import create_conversation, list_turns
+from indexes.conversations import create_conversation
 from indexes.store import Store
 from indexes.terminal_text import terminal_safe
+from indexes.turn_groups import latest_variants
 
 from assistant.backends.registry import backend_names
 from assistant.commands.query import check_notice, fail, source_line
@@ -90,7 +91,7 @@ async def chat(services: Services, collections: list[str], conversation_id: int 
     engine = services.store.engine
     if conversation_id is not None:
         conv = require_conversation(engine, conversation_id)
-        turns = list_turns(engine, conversation_id)
+        turns = latest_variants(engine, conversation_id)  # each question once, by its latest answer
         title = terminal_safe(conv.title or "untitled", markup=True)
         console.print(f"[dim]Resuming conversation {conversation_id} ({title}): {len(turns)} turns.[/dim]")
         for t in turns[-3:]:

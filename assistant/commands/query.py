@@ -12,12 +12,14 @@ from rich.table import Table
 from rich.text import Text
 
 from indexes.location import Location
+from indexes.reading import DocumentRef
 from indexes.terminal_text import terminal_safe
 
 from assistant.services import Services
 from assistant.backends.registry import backend_names
 from assistant.settings import Settings
 from assistant.answers.source_view import hit_to_source
+from assistant.answers.document_question import DocumentNotAnswerable, UnknownDocument, find_document
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,6 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--collection", "-c", required=True, action="append", help="collection (repeat for several)")
     p.add_argument("-k", type=int, help="sources to give the model")
     add_filter_options(p)
+    p.add_argument("--document", "-d", metavar="PATH_OR_ID",
+                   help="ask about this one document of the collection (its path there, or its id): given whole when it fits")
     p.add_argument("--backend", choices=backend_names(), help="LLM backend")
     p.add_argument("--json", action="store_true", help='print {"answer": ..., "sources": [...]} only')
     p.set_defaults(func=run_ask, overrides=lambda a: {"backend": a.backend} if a.backend else {})
@@ -115,16 +119,25 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
         return fail(f"the question is too long ({len(question)} > {settings.server.max_question_chars} characters)")
     if args.k is not None and not 1 <= args.k <= 50:
         return fail("-k must be between 1 and 50")
+    if args.document is not None and (len(args.collection) > 1 or filters_of(args)):
+        return fail("--document is asked about within its own collection: name that one only, without --path or --kind")
     services = Services.build(settings)
     try:
         if err := check_scope(services, args.collection):
             return fail(err)
-        return asyncio.run(stream_answer(services, question, args))
+        document = None
+        if args.document is not None:
+            try:  # the command acts with the operator's rights: every collection
+                document = find_document(services.store, args.document, args.collection[0], lambda _: True)
+            except (UnknownDocument, DocumentNotAnswerable) as exc:
+                return fail(str(exc))
+        return asyncio.run(stream_answer(services, question, args, document))
     finally:
         asyncio.run(services.aclose())
 
 
-async def stream_answer(services: Services, question: str, args: argparse.Namespace) -> int:
+async def stream_answer(services: Services, question: str, args: argparse.Namespace,
+                        document: DocumentRef | None = None) -> int:
     from assistant.answers.rag import answer
 
     pieces: list[str] = []
@@ -133,7 +146,7 @@ async def stream_answer(services: Services, question: str, args: argparse.Namesp
     error = None
     async for event in answer(
         question, args.collection, retriever=services.retriever, backend=services.backend,
-        settings=services.settings, k=args.k, filters=filters_of(args),
+        settings=services.settings, k=args.k, filters=filters_of(args), document=document,
     ):
         if event.type == "token":
             pieces.append(event.data["text"])
@@ -148,7 +161,7 @@ async def stream_answer(services: Services, question: str, args: argparse.Namesp
     text = done.get("answer", "".join(pieces))
     if args.json:
         out = {"answer": text, "sources": sources}
-        for key in ("check", "model_answer"):
+        for key in ("check", "model_answer", "document_mode", "document"):
             if key in done:
                 out[key] = done[key]
         if error:
@@ -161,6 +174,8 @@ async def stream_answer(services: Services, question: str, args: argparse.Namesp
         console = Console()
         if notice := check_notice(done):
             console.print(Text(terminal_safe(notice, multiline=True), style="yellow"), highlight=False)
+        if line := document_line(done):
+            console.print(Text(line, style="dim"), highlight=False)
         for s in sources:
             console.print(Text(source_line(s)), highlight=False)
     return 1 if error else 0
@@ -177,6 +192,17 @@ def check_notice(done: dict) -> str | None:
     if check.get("citation_coverage") == 0:
         return "This answer cites no source."
     return None
+
+
+def document_line(done: dict) -> str | None:
+    """How a question about one document was answered: from all of it, or from passages of it."""
+    doc = done.get("document")
+    if not doc:
+        return None
+    name = terminal_safe(doc["path"])
+    if done.get("document_mode") == "whole":
+        return f"Read all of {name} ({doc['prompt_tokens']} prompt tokens of a {doc['context_window']}-token window)."
+    return f"{name} does not fit the model's window whole: answered from the passages found in it."
 
 
 def source_line(s: dict) -> str:

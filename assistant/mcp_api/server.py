@@ -110,13 +110,20 @@ def build_mcp_server(
         k: Annotated[int | None, Field(ge=1, le=tools.MAX_K, description="passages to give the model")] = None,
         paths: Paths = None,
         kinds: Kinds = None,
+        document: Annotated[
+            str | None,
+            Field(description="ask about this document alone: its path as search returns it (or its id); read whole "
+                              "when it fits the model's window, else searched", max_length=1024),
+        ] = None,
         ctx: Context = None,
     ) -> dict[str, Any]:
         """Answer a question from a collection with the local model. The answer cites its sources as
-        [n]; the sources come back with their paths and line ranges or pages, the cited ones first."""
+        [n]; the sources come back with their paths and line ranges or pages, the cited ones first.
+        With `document`, the question is about that one document (`document_mode` says whether it was
+        read whole or searched)."""
         identity = await caller(ctx, stdio_identity)
         built = await to_thread.run_sync(services)
-        return await answered(tools.ask(built, identity, question, collection, k, paths, kinds))
+        return await answered(tools.ask(built, identity, question, collection, k, paths, kinds, document))
 
     @server.tool(annotations=READ_ONLY)
     async def read_source(

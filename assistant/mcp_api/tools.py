@@ -23,6 +23,7 @@ from indexes.retrieve import Hit
 
 from assistant.security.access import AccessDenied, Identity, authorize
 from assistant.backends.base import BackendBusy
+from assistant.answers.document_question import DocumentNotAnswerable, UnknownDocument, find_document
 from assistant.answers.rag import answer
 from assistant.services import Services
 
@@ -183,21 +184,31 @@ async def ask(
     k: int | None = None,
     paths: list[str] | None = None,
     kinds: list[str] | None = None,
+    document: str | None = None,
 ) -> dict[str, Any]:
     """The answer to a question from a collection, with its sources (the cited ones first).
 
     The same answer() as /api/ask and `assistant ask`: retrieval, a prompt that fits, the backend, and
     the check of its citations: each source's `support`, the answer's `check`, and `model_answer` when
-    an unsupported answer was replaced.
+    an unsupported answer was replaced. With `document` (a path in the collection, or an id), the question
+    is about that document alone, and the result says how it was read (`document_mode`: whole or retrieved).
     """
     name = resolve_collection(services, identity, "ask", collection)
     if services.backend is None:
         raise ToolCallError("no backend is configured to answer with")
     question = check_text(services, question, "question")
     flt = filters_of(paths, kinds)
+    doc = None
+    if document is not None:
+        if flt is not None:
+            raise ToolCallError("give either document or paths/kinds: a question about one document searches it alone")
+        try:
+            doc = find_document(services.store, document, name, identity.can_use)
+        except (UnknownDocument, DocumentNotAnswerable) as exc:
+            raise ToolCallError(str(exc)) from None
     events = answer(
         question, name, retriever=services.retriever, backend=services.backend, settings=services.settings,
-        k=check_k(k), filters=flt,
+        k=check_k(k), filters=flt, document=doc,
     )
     pieces: list[str] = []
     sources: list[dict] = []
@@ -227,8 +238,9 @@ async def ask(
         "model": done.get("model"),
         "check": done.get("check"),
     }
-    if "model_answer" in done:
-        result["model_answer"] = done["model_answer"]
+    for key in ("model_answer", "document_mode", "document"):
+        if key in done:
+            result[key] = done[key]
     return result
 
 

@@ -9,7 +9,8 @@ refused when it cannot fit. Both paths give rag's events (`token`..., `sources`,
 
 A rag answer carries, beside `choices`, its `sources` (each with its `support`), the `check` of its
 citations and, when the check replaced the answer, `model_answer` (the model's own text; the content
-is then the replacement). With `append_sources` (the request's field, the model suffix `+sources`, or
+is then the replacement). A question about one document (the `document` field, or the model
+`rag:<collection>/<path>`) also carries `document_mode` and `document` (answers/document_question.py). With `append_sources` (the request's field, the model suffix `+sources`, or
 `v1.append_sources`) the content ends with the cited sources, numbered as the answer cites them:
 "\n\nSources:\n[1] docs/usage.md:10-24", the last content chunk of a stream. Such a list in an earlier
 assistant message of the request is dropped from the history.
@@ -27,8 +28,10 @@ import anyio
 
 from assistant.backends.base import Backend, BackendBusy, BackendError, GenParams, Message
 from indexes.location import Location
+from indexes.reading import DocumentRef
 
 from assistant.answers.conversation import ConversationTurn, UnknownConversation
+from assistant.answers.document_question import DocumentNotAnswerable, UnknownDocument, find_document
 from assistant.answers.prompts import prompt_location
 from assistant.openai_api.protocol import (
     CHAT_ROLES,
@@ -40,6 +43,7 @@ from assistant.openai_api.protocol import (
     invalid,
     model_not_found,
     rag_collections,
+    rag_document,
     sources_suffix,
 )
 from assistant.answers.rag import Event, PreparedAnswer, error_event, prepare
@@ -160,8 +164,11 @@ async def start_chat(req: ChatCompletionRequest, services: Services) -> ChatRun:
     )
     names = rag_collections(req.model)
     if names is not None:
+        document = rag_document(req.model)
+        if document is not None and req.document is not None:
+            raise invalid("name the document either in the model (rag:<collection>/<path>) or in `document`", "document")
         run = await _start_rag(req.model, names, messages, services, settings.model_copy(update={"generation": gen}),
-                               stops, req.conversation_id)
+                               stops, req.conversation_id, req.document if document is None else document)
         suffixed = sources_suffix(req.model)[1]
         run.append_sources = req.append_sources if req.append_sources is not None else (
             suffixed or settings.v1.append_sources)
@@ -170,6 +177,8 @@ async def start_chat(req: ChatCompletionRequest, services: Services) -> ChatRun:
         raise invalid("append_sources goes with a rag:<collection> model", "append_sources")
     if req.conversation_id is not None:
         raise invalid("conversation_id goes with a rag:<collection> model", "conversation_id")
+    if req.document is not None:
+        raise invalid("document goes with a rag:<collection> model", "document")
     try:
         model = await anyio.to_thread.run_sync(backend_model, services)
     except BackendError as exc:
@@ -181,12 +190,13 @@ async def start_chat(req: ChatCompletionRequest, services: Services) -> ChatRun:
 
 
 async def _start_rag(model: str, names: list[str], messages: list[Message], services: Services, settings: Settings,
-                     stops: list[str], conversation_id: int | None = None) -> ChatRun:
+                     stops: list[str], conversation_id: int | None = None, document: int | str | None = None) -> ChatRun:
     if not names:
         raise model_not_found(model, "name a collection after 'rag:'")
     for name in names:
         if services.store.get_collection(name) is None:
             raise model_not_found(model, f"there is no collection {name!r}")
+    doc = await anyio.to_thread.run_sync(chat_document, services, names, document) if document is not None else None
     question, history = question_and_history(messages, settings.server.max_question_chars)
     turn, query = None, None
     if conversation_id is not None:
@@ -201,11 +211,24 @@ async def _start_rag(model: str, names: list[str], messages: list[Message], serv
         query = await turn.standalone_query(services.backend, question, settings.conversations)
     try:
         prepared = await prepare(question, names, retriever=services.retriever, backend=services.backend,
-                                 settings=settings, history=history, query=query)
+                                 settings=settings, history=history, query=query, document=doc)
     except BackendBusy as exc:
         raise busy(exc) from None
     events = turn.record(prepared.events()) if turn is not None else prepared.events()
     return ChatRun(model, events, prepared, settings.generation.max_tokens, stops, rag=True)
+
+
+def chat_document(services: Services, names: list[str], key: int | str) -> DocumentRef:
+    """The document a rag: request asks about, in the one collection its model names (the route has checked
+    that the key may use it): 404 `document_not_found` when there is none."""
+    if len(names) != 1:
+        raise invalid("a document is asked about within one collection: name only its own after 'rag:'", "model")
+    try:
+        return find_document(services.store, key, names[0], lambda name: name in names)
+    except UnknownDocument as exc:
+        raise OpenAIError(404, str(exc), "invalid_request_error", "document_not_found", "document") from None
+    except DocumentNotAnswerable as exc:
+        raise invalid(str(exc), "document") from None
 
 
 async def _start_direct(model: str, messages: list[Message], backend: Backend, params: GenParams, margin: int) -> ChatRun:
@@ -391,7 +414,8 @@ def rag_fields(outcome: Outcome) -> dict:
     the check replaced the answer, and `conversation_id` and `turn_id` in a saved conversation."""
     done = outcome.done or {}
     out: dict[str, Any] = {"sources": outcome.sources or []}
-    out.update({key: done[key] for key in ("check", "model_answer", "conversation_id", "turn_id") if key in done})
+    out.update({key: done[key] for key in ("check", "model_answer", "conversation_id", "turn_id", "document_mode",
+                                           "document") if key in done})
     return out
 
 

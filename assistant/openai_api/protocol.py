@@ -2,7 +2,8 @@
 
 `GET /v1/models` lists the backend's model and one `rag:<collection>` model per collection (`rag:a,b`
 names several; `rag:a+sources` is `rag:a` with its cited sources listed at the end of the answer text,
-for clients that can send no field of their own). chat.py answers chat completions, embeddings.py embeddings; no HTTP in
+for clients that can send no field of their own; `rag:a/<path>` asks about the document at that path of
+`a` alone, like the request's own `document` field, and is not listed). chat.py answers chat completions, embeddings.py embeddings; no HTTP in
 any of them: every failure is an `OpenAIError` that the route answers with OpenAI's error shape
 `{"error": {"message", "type", "code", "param"}}` and its status.
 """
@@ -14,11 +15,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assistant.answers.document_question import DocumentKey
 from assistant.backends.base import BackendBusy, BackendError
 from assistant.services import Services
 
 RAG_PREFIX = "rag:"
 SOURCES_SUFFIX = "+sources"  # not a character of a collection name (indexes.store.COLLECTION_NAME)
+DOCUMENT_SEP = "/"  # nor this: after it, a `rag:` model names a document of its collection by path
 CHAT_ROLES = ("system", "developer", "user", "assistant")
 MAX_MESSAGES = 200
 
@@ -92,6 +95,8 @@ class ChatCompletionRequest(BaseModel):
     conversation_id: int | None = Field(None, ge=1, le=2**62)
     # Ours: end a rag: answer's text with the sources it cites (else the model suffix, else `v1.append_sources`).
     append_sources: bool | None = None
+    # Ours: ask about this document of the rag: model's collection alone (its id, or its path there).
+    document: DocumentKey | None = None
 
 
 class EmbeddingRequest(BaseModel):
@@ -119,7 +124,16 @@ def rag_collections(model: str) -> list[str] | None:
     model = sources_suffix(model)[0]
     if not model.startswith(RAG_PREFIX):
         return None
-    return list(dict.fromkeys(n.strip() for n in model[len(RAG_PREFIX):].split(",") if n.strip()))
+    names = model[len(RAG_PREFIX):].split(DOCUMENT_SEP, 1)[0]
+    return list(dict.fromkeys(n.strip() for n in names.split(",") if n.strip()))
+
+
+def rag_document(model: str) -> str | None:
+    """The document path a `rag:<collection>/<path>` model names (None for any other name)."""
+    model = sources_suffix(model)[0]
+    if not model.startswith(RAG_PREFIX) or DOCUMENT_SEP not in model:
+        return None
+    return model.split(DOCUMENT_SEP, 1)[1]
 
 
 def backend_model(services: Services) -> str | None:

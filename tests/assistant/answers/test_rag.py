@@ -42,7 +42,7 @@ async def test_events_in_order_with_cited_sources_first(retriever, settings_fact
     events = await events_of(answer(question, ["handbook"], retriever=retriever, backend=backend, settings=settings))
 
     types = [e.type for e in events]
-    assert types == ["token"] * (len(types) - 2) + ["sources", "done"] and len(types) > 2
+    assert types == ["retrieved"] + ["token"] * (len(types) - 3) + ["sources", "done"] and len(types) > 3
     text = "".join(e.data["text"] for e in events if e.type == "token")
     done = events[-1].data
     assert text == done["answer"] == f"Echo: {question} [1]"
@@ -53,6 +53,9 @@ async def test_events_in_order_with_cited_sources_first(retriever, settings_fact
     assert first["n"] == 1 and first["cited"] is True and first["path"] == "travel/booking.md"
     assert first["url"] == f"/api/chunks/{first['chunk_id']}" and "text" not in first and first["snippet"]
     assert [s["cited"] for s in sources[1:]] == [False, False] and [s["n"] for s in sources] == [1, 2, 3]
+    retrieved = events[0].data["sources"]
+    final = {s["n"]: {k: v for k, v in s.items() if k != "support"} for s in sources}
+    assert retrieved == [dict(final[n], cited=False) for n in (1, 2, 3)], "the same sources, in prompt order, none cited yet"
 
     hits = retriever.search(question, ["handbook"], 3)
     prompt = build_prompt(question, hits, backend, settings.generation.max_tokens, settings.generation.margin_tokens)
@@ -77,8 +80,9 @@ async def test_no_sources_still_answers(retriever, settings_factory):
     settings = settings_factory()
     backend = create_backend(settings)
     events = await events_of(answer("Anything at all?", ["empty"], retriever=retriever, backend=backend, settings=settings))
-    assert [e.type for e in events][-2:] == ["sources", "done"]
-    assert events[-2].data == {"sources": []}
+    types = [e.type for e in events]
+    assert types[0] == "retrieved" and types[-2:] == ["sources", "done"]
+    assert events[0].data == events[-2].data == {"sources": []}
     assert events[-1].data["answer"] == "Echo: Anything at all?"  # nothing to cite
 
 
@@ -107,8 +111,8 @@ async def test_unreachable_backend_is_an_error_event(retriever, settings_factory
             events = await events_of(answer("How early?", "handbook", retriever=retriever, backend=backend, settings=settings))
     finally:
         await backend.aclose()
-    assert [e.type for e in events] == ["error"]
-    assert events[0].data["code"] == "backend_error" and url in events[0].data["message"]
+    assert [e.type for e in events] == ["retrieved", "error"]  # the sources were found; the answer failed
+    assert events[1].data["code"] == "backend_error" and url in events[1].data["message"]
 
 
 async def test_closing_the_answer_early_ends_the_backend_stream(retriever, settings_factory):
@@ -116,8 +120,7 @@ async def test_closing_the_answer_early_ends_the_backend_stream(retriever, setti
     backend = create_backend(settings)
     prepared = await prepare("How early must flights be booked?", "handbook", retriever=retriever, backend=backend, settings=settings)
     events = prepared.events()
-    first = await anext(events)
-    assert first.type == "token"
+    assert [(await anext(events)).type for _ in range(2)] == ["retrieved", "token"]
     await events.aclose()
     assert prepared.stream.ag_running is False and prepared.stream.ag_frame is None  # the backend stream is closed
 
@@ -128,9 +131,9 @@ async def test_busy_backend_is_raised_before_any_event(retriever, settings_facto
     settings = settings_factory(generation={"max_tokens": 12, "temperature": 0})
     ask = dict(retriever=retriever, backend=llama, settings=settings)
     running = answer("How early must flights be booked?", "handbook", **ask)
-    first = await anext(running)
-    assert first.type == "token"
+    assert [(await anext(running)).type for _ in range(2)] == ["retrieved", "token"]
     waiting = answer("Who hands out laptops?", "handbook", **ask)
+    assert (await anext(waiting)).type == "retrieved"  # its sources are out at once; its first token waits
     waiting_first = asyncio.create_task(anext(waiting))
     await async_wait_until(lambda: llama.queued, accept=lambda n: n >= 2, timeout=60, interval=0.01,
                            what="the second request waiting in the queue")

@@ -97,6 +97,42 @@ def test_an_unrelated_claim_has_no_span() -> None:
     assert (s.score, s.supported, s.char_start, s.char_end) == (0.0, False, -1, -1)
 
 
+CTX_CHUNK = ('def copy_current_request_context(f: F) -> F:\n    """A helper function that decorates a function to retain '
+             'the current\n    request context.  This is useful when working with greenlets."""\n    ctx = _cv_request.get(None)')
+CTX_PLACE = "ctx.py — src/flask/ctx.py:155-179\nSymbol: copy_current_request_context"
+
+
+def test_a_claim_about_where_a_thing_is_is_read_from_the_source_s_place() -> None:
+    claim = "copy_current_request_context is implemented in the file src/flask/ctx.py, lines 155-179 [1]."
+    assert not support(claim, CTX_CHUNK).supported, "the chunk's text alone does not say where it is"
+    assert support(claim, CTX_CHUNK, CTX_PLACE).score == 1.0
+    assert support(claim, CTX_CHUNK, CTX_PLACE).char_start >= 0, "the span stays within the text"
+    # the wrong lines, or another file (though the code says `ctx`), are not supported by the place
+    assert not support("copy_current_request_context is defined in src/flask/ctx.py, lines 10-20.", CTX_CHUNK, CTX_PLACE).supported
+    assert not support("copy_current_request_context is implemented in src/flask/app.py.", CTX_CHUNK, CTX_PLACE).supported
+
+
+def test_a_place_s_line_numbers_support_only_a_claim_about_lines() -> None:
+    leave = "Paid parental leave gives up to 12 weeks of paid time off after the birth or adoption of a child."
+    place = "Paid parental leave — pages/leave/ppl.md:5-14\nSection: About PPL"
+    made_up = "You can take up to 12 weeks of paid sabbatical after 5 years at TTS [1]."
+    assert support(made_up, leave, place).score == support(made_up, leave, "Paid parental leave — pages/leave/ppl.md").score
+    assert support("Paid parental leave is described in ppl.md, lines 5-14.", leave, place).supported
+
+
+def test_check_answer_and_attribute_read_each_source_s_place() -> None:
+    answer = "It is implemented in src/flask/ctx.py, lines 155-179 [2]."
+    sources, places = {1: LEAVE_EN, 2: CTX_CHUNK}, {1: "Leave — leave.md", 2: CTX_PLACE}
+    assert check_answer(answer, sources).unsupported
+    assert check_answer(answer, sources, places).citation_precision == 1.0
+    moved = attribute("It is implemented in src/flask/ctx.py, lines 155-179 [1].", sources, places)
+    assert moved.changes and moved.changes[0]["now"] == [2]
+
+
+def test_a_file_name_is_a_key_by_its_name() -> None:
+    assert key_units("See src/flask/app.py and app.run.") == {"app", "run"}
+
+
 def test_chinese_claims_are_scored_by_character_bigrams() -> None:
     good = support("员工每年有 15 天带薪年假。", LEAVE_ZH)
     assert good.supported and "15 天带薪年假" in LEAVE_ZH[good.char_start : good.char_end]
@@ -216,4 +252,4 @@ def test_the_agreement_command_prints_json() -> None:
     report = json.loads(out.stdout)
     assert report["pairs"] >= 40 and report["threshold"] == SUPPORT_THRESHOLD
     assert report["agreement"] == round(agreement(load_labels(str(LABELS))), 4)
-    assert set(report["by_split"]) == {"dev", "held_out"}
+    assert set(report["by_split"]) == {"dev", "held_out", "place"}

@@ -101,21 +101,28 @@ def test_serve_refuses_another_address_without_keys(tmp_path):
     assert "assistant keys create" in run.stderr and "0.0.0.0" in run.stderr
 
 
-def test_keys_command_shows_a_key_once_and_stores_its_hash(tmp_path):
+def test_keys_command_shows_a_key_once_and_stores_its_hash(tmp_path, capsys):
     import subprocess
     import sys
 
-    def cli(*args):
-        return subprocess.run([sys.executable, "-m", "assistant.cli", "keys", *args, "--data-dir", str(tmp_path)],
-                              capture_output=True, text=True, timeout=60)
+    from assistant.cli import main
 
-    made = cli("create", "ci", "--scope", "read", "--scope", "ask", "--collection", "docs")
+    def cli(*args) -> int:
+        """The command in this process (the first call below runs it as a user would, in its own)."""
+        try:
+            return main(["keys", *args, "--data-dir", str(tmp_path)])
+        except SystemExit as exc:  # argparse's refusals
+            return int(exc.code)
+
+    made = subprocess.run([sys.executable, "-m", "assistant.cli", "keys", "create", "ci", "--scope", "read", "--scope", "ask",
+                           "--collection", "docs", "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert made.returncode == 0, made.stderr
     secret = made.stdout.split(": ", 1)[1].strip()
     assert secret.startswith("rag_")
-    listed = cli("list", "--json")
-    keys = json.loads(listed.stdout)
-    assert keys[0]["scopes"] == ["read", "ask"] and secret not in listed.stdout
+    assert cli("list", "--json") == 0
+    listed = capsys.readouterr().out
+    keys = json.loads(listed)
+    assert keys[0]["scopes"] == ["read", "ask"] and secret not in listed
     assert secret.encode() not in (tmp_path / "store.db").read_bytes()
-    assert cli("create", "bad", "--scope", "read").returncode == 2  # names no collection
-    assert cli("revoke", "ci").returncode == 0 and cli("revoke", "ci").returncode == 1
+    assert cli("create", "bad", "--scope", "read") == 2  # names no collection
+    assert cli("revoke", "ci") == 0 and cli("revoke", "ci") == 1

@@ -19,7 +19,7 @@ import pytest
 from assistant.security.access import SCOPE
 from assistant.mcp_api.tools import TOOL_SCOPES
 from indexes.apikeys import create_key, revoke_key
-from indexes.conversations import create_conversation
+from indexes.conversations import add_turn, create_conversation
 from indexes.jobs import Jobs
 from indexes.location import Location
 from indexes.store import NewChunk, SourceInfo
@@ -93,7 +93,9 @@ def world(services, tmp_path) -> World:
             chunk = s.exec(select(Chunk).where(Chunk.document_id == doc.id)).first()
         job = Jobs(engine).enqueue(coll.id, name, {"paths": [str(w.root / name / PAGES[name][0])]}, owner_key=owner["job"])
         conv = create_conversation(engine, f"{PAGES[name][1]} talk", [name], owner_key=owner["conv"])
-        w.ids[name] = {"document_id": doc.id, "chunk_id": chunk.id, "job_id": job.id, "conversation_id": conv.id}
+        turn = add_turn(engine, conv.id, question="Travel?", query="travel", answer="Ask the desk.", sources=[])
+        w.ids[name] = {"document_id": doc.id, "chunk_id": chunk.id, "job_id": job.id, "conversation_id": conv.id,
+                       "turn_id": turn.id}
         w.spare_document[name] = spare.id
         w.owners[(name, "job")], w.owners[(name, "conv")] = owner["job"], owner["conv"]
     return w
@@ -136,6 +138,10 @@ DOORS: dict[tuple[str, str], Example] = {
     ("GET", "/api/conversations/{conversation_id:int}"): lambda w, c: {},
     ("PATCH", "/api/conversations/{conversation_id:int}"): lambda w, c: {"json": {"title": "renamed"}},
     ("DELETE", "/api/conversations/{conversation_id:int}"): lambda w, c: {},
+    ("PUT", "/api/conversations/{conversation_id:int}/turns/{turn_id:int}/feedback"): lambda w, c: {
+        "json": {"rating": -1, "comment": "It names the wrong desk."}},
+    ("DELETE", "/api/conversations/{conversation_id:int}/turns/{turn_id:int}/feedback"): lambda w, c: {},
+    ("GET", "/api/feedback"): lambda w, c: {"params": {"rating": -1}},
     ("GET", "/v1/models"): lambda w, c: {},
     ("POST", "/v1/chat/completions"): lambda w, c: {"json": {
         "model": f"rag:{c}", "messages": [{"role": "user", "content": "When does the merger close?"}]}},
