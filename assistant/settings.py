@@ -284,6 +284,12 @@ class GenerationSettings(BaseModel):
         "replaced by 'the documents do not contain the answer', the model's text kept as model_answer; auto = on "
         "for the packaged small models (the llamacpp backend without model_path)",
     )
+    absent_words: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="a question with a word that none of its sources holds and at most 0.2% of the collections' "
+        "passages hold is answered 'the documents do not contain the answer', naming the word, without asking the "
+        "model; auto = on for the packaged small models (the llamacpp backend without model_path)",
+    )
 
 
 class SummarySettings(BaseModel):

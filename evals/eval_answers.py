@@ -16,8 +16,10 @@ citation precision and coverage and abstention as `assistant.answers.support.che
 answer against the texts of the sources the prompt held, abstention accuracy (unanswerable questions
 must abstain, answerable ones must not), whether the answer is in the question's language, empty
 answers, template text leaking into answers ("Answer:", the sources tag, chat-template tokens),
-answers replaced because nothing they claimed was supported, time to the first token and decode
-speed ((completion tokens - 1) / time after the first token).
+answers replaced because nothing they claimed was supported, questions answered without the model
+because a word of theirs is in no document (`absent_words`, answers/absent_terms.py), time to the first
+token and decode speed ((completion tokens - 1) / time after the first token) of the questions the model
+answered.
 
 Each row keeps the model's own text and the sources its prompt held, so `--rescore REPORT` judges a
 saved report again with today's answer check and facts, without running the model.
@@ -151,6 +153,8 @@ async def ask(q: AnswerQuestion, collection: str, *, retriever, backend, setting
     row.update(answer=answer, cited=cited)
     if done.get("model_answer") is not None and done["model_answer"] != answer:
         row["model_answer"] = done["model_answer"]
+    if done.get("absent_words"):  # stopped before the model: words of it no document uses
+        row["absent_words"] = done["absent_words"]
     row.update(score_answer(q, answer, cited, texts, done, places))
     # What `--rescore` needs to judge the same answer again with a changed check: the model's own text
     # and the sources its prompt held.
@@ -179,6 +183,8 @@ def rescore(q: AnswerQuestion, row: dict[str, Any], replace: bool) -> dict[str, 
     if model_text != answer:
         out["model_answer"] = model_text
     out.update(score_answer(q, answer, cited, texts, done, places))
+    if row.get("absent_words"):
+        out["absent_words"] = row["absent_words"]
     out.update(ttft_ms=row.get("ttft_ms"), tokens_per_s=row.get("tokens_per_s"), model_text=model_text,
                prompt_sources=row["prompt_sources"])
     return out
@@ -198,8 +204,9 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     answerable = [r for r in rows if not r["unanswerable"]]
     unanswerable = [r for r in rows if r["unanswerable"]]
     expected = sum(r["facts_expected"] for r in answerable)
-    ttft = [r["ttft_ms"] for r in rows if r.get("ttft_ms") is not None]
-    speed = [r["tokens_per_s"] for r in rows if r.get("tokens_per_s") is not None]
+    asked = [r for r in rows if not r.get("absent_words")]  # the model's speed: the questions it answered
+    ttft = [r["ttft_ms"] for r in asked if r.get("ttft_ms") is not None]
+    speed = [r["tokens_per_s"] for r in asked if r.get("tokens_per_s") is not None]
     return {
         "questions": len(rows), "answerable": len(answerable), "unanswerable": len(unanswerable),
         "fact_recall": round(sum(r["facts_found"] for r in answerable) / expected, 4) if expected else None,
@@ -213,6 +220,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "empty_answers": sum(r["empty"] for r in rows),
         "template_leaks": sum(r["template_leak"] for r in rows),
         "replaced": sum(r["replaced"] for r in rows),
+        "absent_words": sum(bool(r.get("absent_words")) for r in rows),
         "errors": sum(1 for r in rows if r.get("error")),
         "ttft_ms_p50": round(percentile(ttft, 50), 1) if ttft else None,
         "tokens_per_s_p50": round(percentile(speed, 50), 2) if speed else None,

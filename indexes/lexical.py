@@ -199,6 +199,15 @@ class Lexical:
         sql = "SELECT count(*) FROM (SELECT 1 FROM chunk_fts WHERE chunk_fts MATCH :t LIMIT :cap)"
         return int(raw.execute(sql, {"t": phrase(term), "cap": limit}).fetchone()[0])
 
+    def rows_matching(self, collection_ids: list[int], terms: list[str], cap: int) -> dict[str, int]:
+        """Rows of these collections matching each term, counted up to cap + 1 (exact below cap)."""
+        marks = ",".join(str(int(c)) for c in collection_ids)
+        sql = ("SELECT count(*) FROM (SELECT 1 FROM chunk_fts WHERE chunk_fts MATCH :t "
+               f"AND collection_id IN ({marks}) LIMIT :cap)")
+        with self.engine.connect() as conn:
+            raw = driver(conn)
+            return {t: int(raw.execute(sql, {"t": phrase(t), "cap": cap + 1}).fetchone()[0]) for t in terms}
+
     def plan(self, conn, terms: list[str], budget: int) -> str:
         """The FTS5 expression for these terms: all of them OR-ed, or the rarest ones within budget."""
         if not terms:

@@ -133,3 +133,7 @@ class CopiedLexical(Lexical):
     def scores(self, *args, **kwargs):
         self.copy.sync()
         return super().scores(*args, **kwargs)
+
+    def rows_matching(self, *args, **kwargs):
+        self.copy.sync()
+        return super().rows_matching(*args, **kwargs)

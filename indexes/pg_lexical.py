@@ -117,6 +117,19 @@ class PgLexical(Lexical):
                "LIMIT :cap) AS m")
         return int(raw.execute(sql, {"t": q, "cap": limit}).fetchone()[0])
 
+    def rows_matching(self, collection_ids: list[int], terms: list[str], cap: int) -> dict[str, int]:
+        """Rows of these collections whose search vector matches each term, counted up to cap + 1."""
+        marks = ",".join(str(int(c)) for c in collection_ids)
+        sql = (f"SELECT count(*) FROM (SELECT 1 FROM chunk WHERE collection_id IN ({marks}) AND "
+               f"lexical_vector @@ to_tsquery('{CONFIG}', :t) LIMIT :cap) AS m")
+        out: dict[str, int] = {}
+        with self.engine.connect() as conn:
+            raw = driver(conn)
+            for t in terms:
+                q = tsquery_text([t])
+                out[t] = int(raw.execute(sql, {"t": q, "cap": cap + 1}).fetchone()[0]) if q else 0
+        return out
+
     def plan(self, conn, terms: list[str], budget: int) -> str:
         """The tsquery text for these terms: all OR-ed, or the rarest within budget (as FTS5's plan)."""
         expr = super().plan(conn, terms, budget)

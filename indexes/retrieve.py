@@ -184,6 +184,15 @@ class Retriever:
             colls.append(coll)
         return colls
 
+    def term_counts(self, terms: list[str], collections: str | list[str], share: float) -> tuple[int, dict[str, int]]:
+        """The chunks of these collections, and how many of them hold each term, counted until the count
+        exceeds `share` of the chunks: how rare a word is where a question is asked."""
+        ids = [c.id for c in self.collections(collections)]
+        marks = ",".join(str(int(c)) for c in ids)
+        chunks = int(read_rows(self.store.engine, f"SELECT count(*) FROM chunk WHERE collection_id IN ({marks})")[0][0])
+        cap = int(share * chunks)
+        return chunks, (self.store.lexical.rows_matching(ids, terms, cap) if terms else {})
+
     def candidates(
         self,
         query: str,

@@ -23,6 +23,10 @@ is on, `done.answer` is NOT_IN_DOCUMENTS in the question's language, `done.model
 own text (the one the `token` events streamed) and `check.replaced` true: a client shows `done.answer`
 as the final answer.
 
+A question with a word that none of the prompt's sources holds and almost no passage of the collections
+does (answers/absent_terms.py; `generation.absent_words`) is not sent to the model: the answer streamed
+is NOT_IN_DOCUMENTS naming the words, and `done` gains `absent_words`.
+
 The one exception is BackendBusy: a backend whose queue is full refuses the request before anything
 was sent, so that an HTTP route can answer 429 with Retry-After instead of opening a stream.
 `prepare()` does everything up to taking the backend's place in its queue and raises BackendBusy;
@@ -45,6 +49,7 @@ from indexes.reading import DocumentRef
 from indexes.retrieve import Hit, Retriever
 
 from assistant.backends.base import Backend, BackendBusy, BackendError, GenParams
+from assistant.answers.absent_terms import absent_words, not_in_documents
 from assistant.answers.citations import CitationFilter, cited_numbers
 from assistant.answers.document_question import document_prompt
 from assistant.answers.support import NOT_IN_DOCUMENTS, AnswerCheck, attribute, check_answer, language_of
@@ -94,13 +99,45 @@ def partial_sources(retrieved: list[dict], text: str) -> list[dict]:
     return sorted(out, key=lambda s: (not s["cited"], s["n"]))
 
 
-def replaces_unsupported(settings: Settings) -> bool:
-    """Whether an unsupported answer is replaced: `generation.replace_unsupported`, where auto means
-    the packaged small models (they cite sources that do not say what they claim)."""
-    mode = settings.generation.replace_unsupported
+def _on(mode: str, settings: Settings) -> bool:
+    """A guard's on/off/auto setting, where auto means on for the packaged small models (the llamacpp
+    backend without model_path)."""
     if mode == "auto":
         return settings.backend == "llamacpp" and settings.llamacpp.model_path is None
     return mode == "on"
+
+
+def replaces_unsupported(settings: Settings) -> bool:
+    """Whether an unsupported answer is replaced (`generation.replace_unsupported`): the small models
+    cite sources that do not say what they claim."""
+    return _on(settings.generation.replace_unsupported, settings)
+
+
+def abstains_on_absent_words(settings: Settings) -> bool:
+    """Whether a question with a word that neither the sources shown nor the collections use is answered
+    'not in the documents' without the model (`generation.absent_words`, answers/absent_terms.py): the
+    small models answer it from whatever they are shown."""
+    return _on(settings.generation.absent_words, settings)
+
+
+class Statement:
+    """A fixed answer streamed in the backend's place: one piece, no engine, nothing to give back."""
+
+    completion_tokens = 0
+
+    def __init__(self, text: str) -> None:
+        self._pieces = [text]
+
+    def __aiter__(self) -> "Statement":
+        return self
+
+    async def __anext__(self) -> str:
+        if not self._pieces:
+            raise StopAsyncIteration
+        return self._pieces.pop()
+
+    async def aclose(self) -> None:
+        self._pieces.clear()
 
 
 def checked_answer(question: str, text: str, texts: dict[int, str], places: dict[int, str],
@@ -244,13 +281,22 @@ async def prepare(
         hits = retriever.search(query or question, collections, k or settings.retrieval.k, filters=filters)
         retrieved = time.perf_counter()
         prompt = build_prompt(question, hits, backend, gen.max_tokens, gen.margin_tokens, history)
+        if abstains_on_absent_words(settings):
+            texts, places = sources_shown(prompt.sources_used)
+            absent = absent_words(query or question, [*texts.values(), *places.values()],
+                                  lambda words, share: retriever.term_counts(words, collections, share))
+            if absent:
+                done_fields["absent_words"] = absent
         return (retrieved - started) * 1000, prompt
 
     try:
         retrieve_ms, prompt = await anyio.to_thread.run_sync(retrieve_and_build)
         params = GenParams(max_tokens=gen.max_tokens, temperature=gen.temperature, stop=prompt.stop)
         sent = time.perf_counter()
-        stream = backend.stream(prompt.messages, params)
+        if "absent_words" in done_fields:  # the documents never use a word of the question: no model is asked
+            stream = Statement(not_in_documents(language_of(question), done_fields["absent_words"]))
+        else:
+            stream = backend.stream(prompt.messages, params)
     except BackendBusy:
         raise
     except Exception as exc:

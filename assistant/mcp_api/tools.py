@@ -238,7 +238,7 @@ async def ask(
         "model": done.get("model"),
         "check": done.get("check"),
     }
-    for key in ("model_answer", "document_mode", "document"):
+    for key in ("model_answer", "document_mode", "document", "absent_words"):
         if key in done:
             result[key] = done[key]
     return result

@@ -411,11 +411,12 @@ async def completion(run: ChatRun) -> dict:
 
 def rag_fields(outcome: Outcome) -> dict:
     """What a rag answer carries beside `choices`: `sources`, the citations' `check`, `model_answer` when
-    the check replaced the answer, and `conversation_id` and `turn_id` in a saved conversation."""
+    the check replaced the answer, `absent_words` when no model was asked (a word of the question is in no
+    document), and `conversation_id` and `turn_id` in a saved conversation."""
     done = outcome.done or {}
     out: dict[str, Any] = {"sources": outcome.sources or []}
     out.update({key: done[key] for key in ("check", "model_answer", "conversation_id", "turn_id", "document_mode",
-                                           "document") if key in done})
+                                           "document", "absent_words") if key in done})
     return out
 
 

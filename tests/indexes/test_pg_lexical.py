@@ -162,3 +162,21 @@ def test_the_retriever_takes_its_lexical_candidates_from_postgres(pg_store, embe
     assert hit.path == "code/app.py" and hit.lexical_rank == 1
     hits = retriever.search("how many hours of annual leave?", "docs", k=3, filters={"paths": ["leave/*"]})
     assert [h.path for h in hits] == ["leave/vacation.md"] and hits[0].lexical_score > 0
+
+
+@pytest.mark.parametrize("lexical", ["postgres", "copy"])
+def test_rows_matching_a_word_are_counted_in_the_collections_asked(tmp_path, pg_url, lexical):
+    """How rare a word is where a question is asked (answers/absent_terms.py), from either lexical index."""
+    store = Store(tmp_path / "data", database_url=pg_url)
+    store.configure_lexical(lexical)
+    try:
+        write(store, "a.md", [NewChunk(text="Booking travel early saves money."), NewChunk(text="Bookings close at noon.")])
+        other = store.ensure_collection("other", "m", 8)
+        store.write_document(other, SourceInfo(path="b.md", title="", kind="md"), [NewChunk(text="Sydney office booking.")],
+                             unit(1, seed=3))
+        docs = store.get_collection("docs").id
+        assert store.lexical.rows_matching([docs], ["booking", "sydney"], 5) == {"booking": 2, "sydney": 0}
+        assert store.lexical.rows_matching([docs, other.id], ["booking", "sydney"], 5) == {"booking": 3, "sydney": 1}
+        assert store.lexical.rows_matching([docs], ["booking"], 0) == {"booking": 1}, "counted to cap + 1"
+    finally:
+        store.close()
