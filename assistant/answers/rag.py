@@ -212,7 +212,8 @@ class PreparedAnswer:
         check_ms = (time.perf_counter() - check_started) * 1000
         cited = citations.cited if check_data["replaced"] else cited_numbers(fields["answer"])
         yield Event("sources", {"sources": source_dicts(prompt.sources_used, cited, check)})
-        done: dict[str, Any] = {"answer": fields["answer"], "prompt_tokens": prompt.prompt_tokens}
+        asked = not isinstance(self.stream, Statement)  # a statement in the model's place read no prompt
+        done: dict[str, Any] = {"answer": fields["answer"], "prompt_tokens": prompt.prompt_tokens if asked else 0}
         completion_tokens = getattr(self.stream, "completion_tokens", None)
         if isinstance(completion_tokens, int):
             done["completion_tokens"] = completion_tokens

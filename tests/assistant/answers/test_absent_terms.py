@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.answers.absent_terms import (RARE_SHARE, absent_words, is_identifier, not_in_documents,
+from assistant.answers import absent_terms
+from assistant.answers.absent_terms import (MIN_PASSAGES, RARE_SHARE, absent_words, is_identifier, not_in_documents,
                                             question_words, unmatched_words)
 from assistant.answers.rag import answer
 from assistant.backends.factory import create_backend
@@ -53,6 +54,13 @@ def test_absent_words_are_the_unmatched_ones_at_most_rare_share_of_the_passages_
     assert absent_words("Which rules apply?", ["Rules apply."], count) == [] and len(asked) == 1, "nothing to count"
 
 
+def test_a_collection_under_min_passages_has_no_absent_words():
+    def count(words: list[str], share: float) -> tuple[int, dict[str, int]]:
+        return MIN_PASSAGES - 1, {w: 0 for w in words}
+
+    assert absent_words("How early must flights be booked?", ["Book flights 14 days ahead."], count) == []
+
+
 def test_the_statement_abstains_and_names_the_words_in_the_question_language():
     en, zh = not_in_documents("en", ["Sydney", "OAuth"]), not_in_documents("zh", ["Sydney"])
     assert en == "The documents do not contain the answer to this question. None of them mentions “Sydney”, “OAuth”."
@@ -91,7 +99,8 @@ async def events(question, retriever, settings):
         await backend.aclose()
 
 
-async def test_a_question_with_an_absent_word_is_answered_without_the_model(retriever, settings_factory):
+async def test_a_question_with_an_absent_word_is_answered_without_the_model(retriever, settings_factory, monkeypatch):
+    monkeypatch.setattr(absent_terms, "MIN_PASSAGES", 3)  # the rule weighs these four passages
     settings = settings_factory(retrieval={"k": 2}, generation={"absent_words": "on"})
     got = await events("What is the Wi-Fi password at the Sydney office?", retriever, settings)
     assert [e.type for e in got] == ["retrieved", "token", "sources", "done"]
@@ -99,6 +108,7 @@ async def test_a_question_with_an_absent_word_is_answered_without_the_model(retr
     assert done["answer"] == got[1].data["text"] == not_in_documents("en", ["Sydney"])
     assert done["absent_words"] == ["Sydney"] and done["check"]["abstained"] is True
     assert "Echo" not in done["answer"], "the echo backend was not asked"
+    assert done["prompt_tokens"] == done["completion_tokens"] == 0, "usage: no model read or wrote a token"
     assert [s["cited"] for s in got[-2].data["sources"]] == [False, False], "the closest sources, none cited"
 
     answered = await events("What is the office Wi-Fi password?", retriever, settings)

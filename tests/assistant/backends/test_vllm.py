@@ -42,7 +42,7 @@ from assistant.answers.question_file import read_answered
 from tests.support.vllm_server import (MAX_MODEL_LEN, SERVED_NAME, completed_requests, finished_requests, require_vllm,
                                        running_requests, vllm_settings)
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.engine]
 
 HANDBOOK = {
     "travel/booking.md": ("Booking travel", "Book flights through the travel desk at least 14 days before departure. "
