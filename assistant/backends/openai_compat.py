@@ -34,21 +34,21 @@ class OpenAIBackend:
 
     name = "openai"
 
-    def __init__(self, cfg: "OpenAISettings") -> None:
+    def __init__(self, cfg: "OpenAISettings", tokenize_route: str | None = None) -> None:
         import httpx
         import openai
 
         self._openai = openai
         self._httpx = httpx
         self.cfg = cfg
-        self.server = OpenAIServer(cfg)
+        self.server = OpenAIServer(cfg, tokenize_route)
         self.replicas = self.server.replicas
         self.prompt_style: Literal["chat", "completion"] = cfg.prompt_style
 
     @property
     def tokenize_route(self) -> str | None:
-        """How prompts are counted: "vllm" or "llamacpp" (the server's endpoint), "estimate", or None
-        before the first count."""
+        """How prompts are counted: "vllm", "llama-server" or "llamacpp" (the server's endpoint),
+        "estimate", or None before the first count."""
         return self.server.tokenize_route
 
     @property

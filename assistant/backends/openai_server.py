@@ -79,7 +79,8 @@ class OpenAIServer:
     """One OpenAI-compatible server (one or several replicas of one model): what it serves and how it
     counts, asked once and remembered, so that the backend built on it only streams answers."""
 
-    def __init__(self, cfg: "OpenAISettings") -> None:
+    def __init__(self, cfg: "OpenAISettings", tokenize_route: str | None = None) -> None:
+        """`tokenize_route`: how the server counts prompts, when the caller knows (a managed llama-server)."""
         import httpx
         import openai
 
@@ -103,15 +104,16 @@ class OpenAIServer:
         )
         self._info: ServerInfo | None = None
         self._failed_at = -math.inf
-        self._tokenize_route: str | None = None  # "vllm", "llamacpp" or "estimate", found on first count
+        # "vllm", "llama-server", "llamacpp" or "estimate": found on the first count unless given
+        self._tokenize_route: str | None = tokenize_route
         self._context_probed = False  # asked the server's own endpoints for its window (once)
         self._probed_window: int | None = None
         self._probe_lock = threading.Lock()
 
     @property
     def tokenize_route(self) -> str | None:
-        """How prompts are counted: "vllm" or "llamacpp" (the server's endpoint), "estimate", or None
-        before the first count."""
+        """How prompts are counted: "vllm", "llama-server" or "llamacpp" (the server's endpoint),
+        "estimate", or None before the first count."""
         return self._tokenize_route
 
     # --- which model, what window ---------------------------------------------------------------
@@ -234,6 +236,8 @@ class OpenAIServer:
             else:
                 body.update(prompt=completion_text(messages))
             r = self._http.post(f"{root}/tokenize", json=body)
+        elif route == "llama-server":
+            return self._count_llama_server(root, messages)
         elif route == "llamacpp" and self.cfg.prompt_style == "completion":
             r = self._http.post(f"{root}/extras/tokenize/count", json={"input": completion_text(messages)})
         else:
@@ -245,6 +249,19 @@ class OpenAIServer:
         if isinstance(data.get("max_model_len"), int) and self._info is not None:
             self._info.max_model_len = data["max_model_len"]
         return int(data["count"]) if "count" in data else None
+
+    def _count_llama_server(self, root: str, messages: list[Message]) -> int:
+        """llama.cpp's llama-server: the chat template applied by the server (/apply-template), then
+        /tokenize with the special tokens, as its chat endpoint tokenizes a prompt."""
+        if self.cfg.prompt_style == "chat":
+            r = self._http.post(f"{root}/apply-template", json={"messages": messages})
+            r.raise_for_status()
+            text = r.json()["prompt"]
+        else:
+            text = completion_text(messages)
+        r = self._http.post(f"{root}/tokenize", json={"content": text, "add_special": True, "parse_special": True})
+        r.raise_for_status()
+        return len(r.json()["tokens"])
 
     # --- health ---------------------------------------------------------------------------------
 

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from assistant.backends.vllm_process import VLLMProcess, child_setup, build_command, build_env
+from assistant.backends.engine_process import build_env, child_setup
+from assistant.backends.vllm_process import VLLMProcess, build_command
 from assistant.settings import Settings, VLLMSettings
 from tests.support.wait import wait_until
 

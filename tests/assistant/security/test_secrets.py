@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from assistant.backends.vllm_process import free_port
+from assistant.backends.engine_process import free_port
 from assistant.security.redaction import redact_logs, redact_text, redact_url
 from tests.assistant.test_app import fill
 
