@@ -28,6 +28,7 @@ BUILTIN = [
     "assistant.commands.keys",
     "assistant.commands.feedback",
     "assistant.commands.db",
+    "assistant.commands.engine",
 ]
 
 

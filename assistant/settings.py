@@ -115,7 +115,30 @@ class OpenAISettings(BaseModel):
     sampling: Sampling
 
 
-class VLLMSettings(BaseModel):
+class EngineProcessSettings(BaseModel):
+    """How a managed engine server (vLLM, llama-server) is run as a child process and spoken to."""
+
+    env: dict[str, str] = Field(
+        default_factory=dict, description="environment for the engine process, e.g. {NCCL_P2P_LEVEL = \"NVL\", CUDA_VISIBLE_DEVICES = \"0,1\"}"
+    )
+    port: int = Field(0, ge=0, le=65535, description="loopback port for the engine's server; 0 = a free one")
+    nice: int = Field(
+        0, ge=0, le=19, description="CPU priority given up by the engine process (os.nice): on a host where the engine "
+        "runs on the same few CPU cores as this server (a CPU engine), a few steps let each question's "
+        "retrieval run at once instead of waiting behind the engine; 0 on GPU hosts"
+    )
+    start_timeout_s: float = Field(900.0, gt=0, description="how long a start may take before it counts as failed")
+    stop_timeout_s: float = Field(20.0, gt=0, description="how long to wait after SIGTERM before SIGKILL")
+    restart_backoff_s: float = Field(2.0, gt=0, description="first pause before restarting a process that died; doubles each time")
+    restart_backoff_max_s: float = Field(60.0, gt=0, description="longest pause between restarts")
+    timeout_s: float = Field(300.0, gt=0, description="per-request timeout in seconds")
+    prompt_style: Literal["chat", "completion"] = Field(
+        "chat", description="chat = the model's chat template; completion = a plain prompt, for base models"
+    )
+    sampling: Sampling
+
+
+class VLLMSettings(EngineProcessSettings):
     """The `vllm` backend: a vLLM OpenAI-compatible server started and watched as a child process."""
 
     model: str = Field("", description="model directory (or hub name) vLLM loads; required for the vllm backend")
@@ -142,24 +165,35 @@ class VLLMSettings(BaseModel):
     enforce_eager: bool = Field(False, description="--enforce-eager: no CUDA graphs / compilation (faster start, less memory)")
     quantization: str | None = Field(None, description="--quantization, e.g. gptq; empty = what the model's config says")
     extra_args: list[str] = Field(default_factory=list, description="any other vLLM flags, passed as they are")
-    env: dict[str, str] = Field(
-        default_factory=dict, description="environment for the vLLM process, e.g. {NCCL_P2P_LEVEL = \"NVL\", CUDA_VISIBLE_DEVICES = \"0,1\"}"
+
+
+class LlamaServerSettings(EngineProcessSettings):
+    """The `llama-server` backend: llama.cpp's own batching server started and watched as a child process."""
+
+    binary: str = Field(
+        "", description="the llama-server executable; empty = the one `assistant engine build llama-server` built "
+        "(a CUDA build before a CPU one), else llama-server on PATH"
     )
-    port: int = Field(0, ge=0, le=65535, description="loopback port for the vLLM server; 0 = a free one")
-    nice: int = Field(
-        0, ge=0, le=19, description="CPU priority given up by the vLLM process (os.nice): on a host where the engine "
-        "runs on the same few CPU cores as this server (vLLM's CPU backend), a few steps let each question's "
-        "retrieval run at once instead of waiting behind the engine; 0 on GPU hosts"
+    model: str = Field("", description="GGUF file; empty = the packaged model the llamacpp backend would answer with")
+    alias: str = Field("", description="model name the server answers to; empty = the GGUF's file name without .gguf")
+    gpu_layers: int | None = Field(
+        None, ge=0, description="-ngl: layers on the GPUs; empty = every layer when GPUs are found, else 0"
     )
-    start_timeout_s: float = Field(900.0, gt=0, description="how long a start may take before it counts as failed")
-    stop_timeout_s: float = Field(20.0, gt=0, description="how long to wait after SIGTERM before SIGKILL")
-    restart_backoff_s: float = Field(2.0, gt=0, description="first pause before restarting a process that died; doubles each time")
-    restart_backoff_max_s: float = Field(60.0, gt=0, description="longest pause between restarts")
-    timeout_s: float = Field(300.0, gt=0, description="per-request timeout in seconds")
-    prompt_style: Literal["chat", "completion"] = Field(
-        "chat", description="chat = the model's chat template; completion = a plain prompt, for base models"
+    tensor_split: list[float] | None = Field(
+        None, description="-ts: share of the model per GPU, e.g. [1, 1]; empty = llama.cpp's split by free memory"
     )
-    sampling: Sampling
+    main_gpu: int | None = Field(None, ge=0, description="-mg: the GPU for the model's small tensors; empty = llama.cpp's (0)")
+    flash_attn: Literal["auto", "on", "off"] = Field("auto", description="-fa: flash attention")
+    parallel: int | None = Field(
+        None, ge=1, le=512, description="-np: slots, the answers generated at once; empty = what `assistant plan` "
+        "finds fits the GPUs' memory beside the weights (64 at most), 4 without GPUs"
+    )
+    ctx_per_slot: int | None = Field(
+        None, ge=256, description="context of each slot in tokens (-c is this times the slots); empty = the "
+        "model's training context up to 4096"
+    )
+    threads: int | None = Field(None, ge=1, description="-t: CPU threads; empty = llama-server's choice")
+    extra_args: list[str] = Field(default_factory=list, description="any other llama-server flags, passed as they are")
 
 
 class EchoSettings(BaseModel):
@@ -445,6 +479,7 @@ class Settings(BaseSettings):
     llamacpp: LlamaCppSettings = Field(default_factory=LlamaCppSettings)
     openai: OpenAISettings = Field(default_factory=OpenAISettings)
     vllm: VLLMSettings = Field(default_factory=VLLMSettings)
+    llama_server: LlamaServerSettings = Field(default_factory=LlamaServerSettings)
     echo: EchoSettings = Field(default_factory=EchoSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)

@@ -73,7 +73,8 @@ def engine_version(url: str | None) -> str | None:
 
 def server_sampling(settings: Settings) -> dict[str, Any]:
     """Extra sampling parameters the server's backend sends; the direct requests send them too."""
-    return {"vllm": settings.vllm.sampling, "openai": settings.openai.sampling}.get(settings.backend, {})
+    return {"vllm": settings.vllm.sampling, "openai": settings.openai.sampling,
+            "llama-server": settings.llama_server.sampling}.get(settings.backend, {})  # fmt: skip
 
 
 def environment(settings: Settings, backend: Any) -> dict[str, Any]:
@@ -89,6 +90,13 @@ def environment(settings: Settings, backend: Any) -> dict[str, Any]:
         flags["env"] = dict(settings.vllm.env)
         flags["nice"] = settings.vllm.nice  # the engine's CPU priority: not part of its command line
         flags["sampling"] = dict(settings.vllm.sampling)
+    elif settings.backend == "llama-server":
+        flags["command"] = backend.process.command()
+        flags["env"] = dict(settings.llama_server.env)
+        flags["nice"] = settings.llama_server.nice
+        flags["sampling"] = dict(settings.llama_server.sampling)
+        flags["why"] = backend.launch.why
+        flags["build"] = backend.launch.build
     elif settings.backend == "llamacpp":
         flags.update(settings.llamacpp.model_dump(mode="json"))
     elif settings.backend == "openai":
@@ -195,7 +203,9 @@ async def measure(services: Any, server: Any, collection: str, questions: list[s
         return results, wall, client_cpu, server_cpu, engine
 
     for side in ("ours", "direct"):  # warm-up: caches, connections, first-call costs
-        await phase(side, min(len(questions), 4), len(questions))
+        warm, *_ = await phase(side, min(len(questions), 4), len(questions))
+        await asyncio.to_thread(count_answer_tokens, backend, warm)
+        check_answers(side, warm, url)
     report = []
     for c in levels:
         # Rounds in A-B-B-A order, so that a drift in the machine's load weighs on both sides alike.
@@ -213,6 +223,8 @@ async def measure(services: Any, server: Any, collection: str, questions: list[s
                 acc[2] += client_cpu
                 acc[3] += server_cpu
         level: dict[str, Any] = {"concurrency": c, "rounds": rounds}
+        for side, (results, *_) in runs.items():
+            check_answers(side, results, url)
         for side, (results, wall, client_cpu, server_cpu) in runs.items():
             level[side] = summarize(results, wall, client_cpu, server_cpu)
             counted = [r.engine_tokens is not None for r in results if r.ok]
@@ -226,6 +238,23 @@ async def measure(services: Any, server: Any, collection: str, questions: list[s
         emit(level)
         report.append(level)
     return report
+
+
+class BenchRefused(Exception):
+    """A measurement that would print a level without figures: the reason, for the user."""
+
+
+def check_answers(side: str, results: list[Result], url: str | None) -> None:
+    """Refuse to go on when a side got no answer tokens: its tokens/s and the ratio would mean nothing."""
+    tokens = sum(r.tokens for r in results if r.ok)
+    if tokens > 0:
+        return
+    errors = [r.error for r in results if not r.ok and r.error]
+    where = url or "the in-process engine"
+    why = f"the first error: {errors[0]}" if errors else (
+        "every answer ended before its first token (the engine stops at once on these prompts: try other "
+        "--questions, a larger --max-tokens, or an instruct model)")  # fmt: skip
+    raise BenchRefused(f"{len(results)} requests of the {side} side got no answer tokens from {where}; {why}")
 
 
 def engine_summary(phases: list[dict[str, Any]]) -> dict[str, Any]:
@@ -310,9 +339,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                     print(f"  concurrency {lv['concurrency']}: ratio {lv['ratio']}", flush=True)
 
             started = time.time()
-            levels_out = asyncio.run(
-                measure(services, server, args.collection, questions, levels, args.requests, say, args.rounds)
-            )
+            try:
+                levels_out = asyncio.run(
+                    measure(services, server, args.collection, questions, levels, args.requests, say, args.rounds)
+                )
+            except BenchRefused as exc:
+                print(f"bench serve: {exc}", file=sys.stderr)
+                return 2
         report = {
             "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
             "collection": args.collection,

@@ -4,13 +4,14 @@
 #                          (models, docs, media, benches, tests, examples, pocs, gguf-py dropped) plus
 #                          the llama_cpp Python package of the same version
 #   whl/*.whl              Python 3.12 wheels of the product's runtime needs the GPU image lacks
-#   pieces/NAME.part-NN    the packaged GGUF and the MiniLM model directory in pieces of --piece-mb,
+#   pieces/NAME.part-NN    the packaged GGUFs (--models, by default gemma-3-270m; each as NAME.gguf) and the
+#                          MiniLM model directory in pieces of --piece-mb,
 #   pieces/SHA256SUMS      with the sha256 of each whole file (checked after reassembly)
 #   data.tar.gz            a collection `docs` ingested here with the product (this repo's docs/ and README)
 #   whl/local_rag_assistant-*.whl  the product itself (its entry points register `bench`, `ingest`...)
 #   calls/call-N/          the same files binned for transfers of at most --call-mb each
 #
-# usage: gpu-proof-pack.sh OUT_DIR [--piece-mb N] [--call-mb N] [--python PY] [--sdist FILE]
+# usage: gpu-proof-pack.sh OUT_DIR [--piece-mb N] [--call-mb N] [--python PY] [--sdist FILE] [--models A,B]
 #        gpu-proof-pack.sh trim SRC_DIR TARBALL       (the trimming step alone)
 #        gpu-proof-pack.sh split FILE DIR [MB]        (the split step alone; gpu-proof.sh assemble joins)
 set -euo pipefail
@@ -54,13 +55,14 @@ case ${1:-} in
 esac
 
 OUT=$1; shift
-PIECE_MB=50; CALL_MB=55; PY=${PYTHON:-python3}; SDIST=
+PIECE_MB=50; CALL_MB=55; PY=${PYTHON:-python3}; SDIST=; MODELS=gemma-3-270m
 while [[ $# -gt 0 ]]; do
   case $1 in
     --piece-mb) PIECE_MB=${2:?}; shift 2 ;;
     --call-mb) CALL_MB=${2:?}; shift 2 ;;
     --python) PY=${2:?}; shift 2 ;;
     --sdist) SDIST=${2:?}; [[ -f $SDIST ]] || die "--sdist: no file $SDIST"; shift 2 ;;
+    --models) MODELS=${2:?}; [[ $MODELS =~ ^[a-z0-9.,-]+$ ]] || die "--models takes packaged model names, comma-separated"; shift 2 ;;
     *) die "unknown argument: $1" ;;
   esac
 done
@@ -91,9 +93,12 @@ done
 
 echo "== models in pieces of ${PIECE_MB} MB"
 rm -f "$OUT/pieces/"*
-GGUF=$("$PY" -c 'from assistant.backends.llamacpp import packaged_model_path; print(packaged_model_path("gemma-3-270m"))')
-cp "$GGUF" "$tmp/model.gguf"
-split_file "$tmp/model.gguf" "$OUT/pieces" "$PIECE_MB"
+for name in ${MODELS//,/ }; do
+  GGUF=$("$PY" -c 'import sys; from assistant.backends.llamacpp import packaged_model_path; print(packaged_model_path(sys.argv[1]))' "$name")
+  cp "$GGUF" "$tmp/$name.gguf"
+  split_file "$tmp/$name.gguf" "$OUT/pieces" "$PIECE_MB"
+  rm -f "$tmp/$name.gguf"
+done
 MINILM=$("$PY" -c 'from indexes.embed import default_model_path; print(default_model_path())')
 tar -C "$MINILM" -cf "$tmp/minilm.tar" .
 split_file "$tmp/minilm.tar" "$OUT/pieces" "$PIECE_MB"

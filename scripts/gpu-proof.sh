@@ -10,10 +10,14 @@
 #             `assistant status --json` and `doctor --json`; the in-process llama.cpp on the GPU
 #             (n_gpu_layers=-1) against the same GGUF on the CPU; everything under OUT
 #   all       the four in order (the default)
+#   engine    the product's own `assistant engine build llama-server` from the pack's source (after install)
+#   managed   for each --models GGUF: `assistant ask` and --runs x `bench serve --concurrency 1,4,16,64` through
+#             the llama-server backend (the assistant starts and watches the engine), `status --json` of a
+#             running `assistant serve` (the engine's slots), `doctor --json`; everything under OUT/managed.tar.gz
 #
 # usage: gpu-proof.sh [STAGE] --pack DIR --out DIR [--work DIR] [--arch NN] [--jobs N] [--slots N]
 #                     [--requests N] [--rounds N] [--max-tokens N] [--engine-args "FLAGS"] [--bench-sampling JSON]
-#                     [--engine-cpus LIST] [--cmake-args "FLAGS"]
+#                     [--engine-cpus LIST] [--cmake-args "FLAGS"] [--models A,B] [--runs N]
 #        (bench serve's requests, rounds and answer length; more llama-server flags; what both sides of the bench send
 #         the engine, by default no prompt cache and every answer to max tokens: see docs/benchmarks.md;
 #         --engine-cpus pins llama-server to those CPUs (taskset syntax, e.g. 0-7) and the server and the bench to the rest;
@@ -38,12 +42,12 @@ assemble() {  # assemble PIECES DEST: every NAME in PIECES/SHA256SUMS joined fro
 
 STAGE=all
 case ${1:-} in
-  build|install|assemble|run|all) STAGE=$1; shift ;;
+  build|install|assemble|run|all|engine|managed) STAGE=$1; shift ;;
   assemble-only) [[ $# -eq 3 ]] || die "usage: assemble-only PIECES_DIR DEST_DIR"
     pieces=$(cd "$2" && pwd); assemble "$pieces" "$3"; exit 0 ;;
   ""|-h|--help) sed -n '2,21p' "$0"; exit 2 ;;
 esac
-PACK=""; OUT=""; WORK=/tmp/gpu-proof; ARCH=""; JOBS=$(nproc); SLOTS=64; REQUESTS=""; ROUNDS=""; MAX_TOKENS=""; ENGINE_ARGS=""; ENGINE_CPUS=""; CMAKE_ARGS=""
+PACK=""; OUT=""; WORK=/tmp/gpu-proof; ARCH=""; JOBS=$(nproc); SLOTS=64; REQUESTS=""; ROUNDS=""; MAX_TOKENS=""; ENGINE_ARGS=""; ENGINE_CPUS=""; CMAKE_ARGS=""; MODELS=gemma-3-270m; RUNS=3
 BENCH_SAMPLING='{"cache_prompt": false, "ignore_eos": true}'
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -60,6 +64,8 @@ while [[ $# -gt 0 ]]; do
     --bench-sampling) BENCH_SAMPLING=${2:?}; shift 2 ;;
     --engine-cpus) ENGINE_CPUS=${2:?}; shift 2 ;;
     --cmake-args) CMAKE_ARGS=${2?}; shift 2 ;;
+    --models) MODELS=${2:?}; shift 2 ;;
+    --runs) RUNS=${2:?}; shift 2 ;;
     *) die "unknown argument: $1" ;;
   esac
 done
@@ -135,7 +141,7 @@ print(",".join(str(c) for c in sorted(os.sched_getaffinity(0) - mine)))' "$ENGIN
   fi
   local port=8089 ctx=$((SLOTS * 2048))
   # shellcheck disable=SC2086  # ENGINE_ARGS is a list of flags
-  "${engine_pin[@]}" "$BUILD/bin/llama-server" -m "$WORK/model.gguf" -ngl 99 -np "$SLOTS" -c "$ctx" --cont-batching --metrics \
+  "${engine_pin[@]}" "$BUILD/bin/llama-server" -m "$WORK/gemma-3-270m.gguf" -ngl 99 -np "$SLOTS" -c "$ctx" --cont-batching --metrics \
     --host 127.0.0.1 --port $port --alias gemma-3-270m $ENGINE_ARGS >"$OUT/llama-server.log" 2>&1 &
   ENGINE_PID=$!
   local server=$ENGINE_PID
@@ -182,10 +188,10 @@ PYEOF
   kill $server $watcher 2>/dev/null || true; wait $server 2>/dev/null || true
   # The in-process backend: the product answers with every layer on the GPU, then llama.cpp's own log
   # and tokens/s for the same GGUF with every layer on the GPU and with none.
-  ASSISTANT_BACKEND=llamacpp ASSISTANT_LLAMACPP_MODEL_PATH=$WORK/model.gguf ASSISTANT_LLAMACPP_N_GPU_LAYERS=-1 \
+  ASSISTANT_BACKEND=llamacpp ASSISTANT_LLAMACPP_MODEL_PATH=$WORK/gemma-3-270m.gguf ASSISTANT_LLAMACPP_N_GPU_LAYERS=-1 \
     "$PY" -X faulthandler -m assistant.cli ask --collection docs "How do I install it?" >"$OUT/inprocess-answer.txt" 2>&1 \
     && echo "(exit 0)" >>"$OUT/inprocess-answer.txt" || echo "ask: exit $?" | tee -a "$OUT/inprocess-answer.txt"
-  "$PY" - "$WORK/model.gguf" >"$OUT/inprocess-gpu-vs-cpu.json" 2>"$OUT/inprocess-llama.log" <<'PYEOF'
+  "$PY" - "$WORK/gemma-3-270m.gguf" >"$OUT/inprocess-gpu-vs-cpu.json" 2>"$OUT/inprocess-llama.log" <<'PYEOF'
 import json, sys, time
 from llama_cpp import Llama
 prompt = "The history of the printing press begins"
@@ -205,7 +211,65 @@ PYEOF
   echo "== results in $OUT"; ls -la "$OUT"
 }
 
+engine_build() {  # the product's build command, from the pack's source, in the background of the transfers
+  mkdir -p "$WORK"; rm -f "$WORK/.engine-done" "$WORK/.engine-failed"
+  [[ -n $ARCH ]] || ARCH=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '. ')
+  export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} XDG_CACHE_HOME=$WORK/cache
+  if "$PY" -m assistant.cli engine build llama-server --cuda-arch "$ARCH" --source "$PACK/llama.cpp.tar.gz" --jobs "$JOBS" \
+       --json >"$OUT/engine-build.txt" 2>&1; then touch "$WORK/.engine-done"; else touch "$WORK/.engine-failed"; fi
+}
+
+managed() {  # every model through the llama-server backend: ask, bench serve x RUNS, status, doctor
+  cd "$WORK"
+  until [[ -f $WORK/.engine-done ]]; do [[ -f $WORK/.engine-failed ]] && die "the engine build failed: $(tail -5 "$OUT/engine-build.txt")"; sleep 5; done
+  export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} XDG_CACHE_HOME=$WORK/cache HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+  export ASSISTANT_DATA_DIR=$WORK/data ASSISTANT_EMBEDDER_MODEL_PATH=$WORK/minilm PYTHONUNBUFFERED=1 ASSISTANT_BACKEND=llama-server
+  local res=$WORK/managed; rm -rf "$res"; mkdir -p "$res"
+  { nvidia-smi; nvcc --version | tail -2; "$PY" --version; lscpu; } >"$res/environment.txt" 2>&1 || true
+  cp "$OUT/engine-build.txt" "$res/"; find "$WORK/cache" -name build.log -exec cp {} "$res/engine-build.log" \; || true
+  for name in ${MODELS//,/ }; do
+    [[ -f $WORK/$name.gguf ]] || die "no $WORK/$name.gguf: assemble the pack's pieces first"
+    local style=chat; [[ $name == gemma-3-270m ]] && style=completion  # a base model without a chat template
+    export ASSISTANT_LLAMA_SERVER_MODEL=$WORK/$name.gguf ASSISTANT_LLAMA_SERVER_PROMPT_STYLE=$style
+    "$PY" -m assistant.cli ask --collection docs "How do I install it?" >"$res/$name-ask.txt" 2>&1 || echo "ask: exit $?" >>"$res/$name-ask.txt"
+    for r in $(seq "$RUNS"); do
+      ASSISTANT_LLAMA_SERVER_SAMPLING=$BENCH_SAMPLING "$PY" -m assistant.cli bench serve --collection docs --concurrency 1,4,16,64 \
+        ${REQUESTS:+--requests $REQUESTS} ${ROUNDS:+--rounds $ROUNDS} ${MAX_TOKENS:+--max-tokens $MAX_TOKENS} --json \
+        --out "$res/$name-run$r" >"$res/$name-run$r.stdout.json" 2>"$res/$name-run$r.stderr.log" || echo "bench serve $name run $r failed"
+    done
+    "$PY" -m assistant.cli serve --port 8010 >"$res/$name-serve.log" 2>&1 &
+    local assistant=$!
+    for _ in $(seq 240); do http_ok http://127.0.0.1:8010/health && break; sleep 0.5; done
+    "$PY" -m assistant.cli status --json --url http://127.0.0.1:8010 >"$res/$name-status.json" 2>&1 || echo "status: exit $?"
+    kill $assistant 2>/dev/null || true; wait $assistant 2>/dev/null || true
+  done
+  "$PY" -m assistant.cli doctor --json >"$res/doctor.json" 2>"$res/doctor.stderr.log" || echo "doctor: exit $?"
+  "$PY" - "$res" "${MODELS//,/ }" >"$OUT/managed-summary.json" <<'PYEOF'
+import json, statistics, sys
+from pathlib import Path
+res, models = Path(sys.argv[1]), sys.argv[2].split()
+out = {}
+for name in models:
+    runs = [json.loads(p.read_text()) for p in sorted(res.glob(f"{name}-run*/bench-serve.json"))]
+    levels = {}
+    for run in runs:
+        for lv in run["levels"]:
+            levels.setdefault(lv["concurrency"], []).append(lv)
+    out[name] = {str(c): {"runs": len(lvs), "ratio_median": statistics.median(lv["ratio"] for lv in lvs),
+                          "ratios": [lv["ratio"] for lv in lvs],
+                          "server_added_ttft_ms_p50_median": statistics.median(lv["server_added_ttft_ms_p50"] for lv in lvs),
+                          "ours_tok_s": [lv["ours"]["tok_s"] for lv in lvs], "direct_tok_s": [lv["direct"]["tok_s"] for lv in lvs],
+                          "engine_peak_running": [lv["ours"]["engine"]["peak_running"] for lv in lvs]}
+                 for c, lvs in sorted(levels.items())}
+print(json.dumps(out, indent=1))
+PYEOF
+  tar -C "$WORK" -czf "$OUT/managed.tar.gz" managed
+  echo "== results in $OUT"; ls -la "$OUT"
+}
+
 case $STAGE in
+  engine) engine_build ;;
+  managed) managed ;;
   build) build ;;
   install) install_wheels ;;
   assemble) assemble_models ;;

@@ -15,6 +15,11 @@ wait "$vllm_setup" || echo "test: the vLLM environment could not be set up; the 
 cat "$vllm_log"; rm -f "$vllm_log"
 echo "test: set up in $((SECONDS - started)) s"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 DO_NOT_TRACK=1
+# llama-server for the engine tests: built from the installed llama-cpp-python's source once per machine and
+# version (a finished build is kept in the user's cache), at the lowest CPU priority beside the first tests.
+engine_log=$(mktemp)
+nice -n 19 .venv/bin/assistant engine build llama-server --cpu --jobs "$(nproc)" >"$engine_log" 2>&1 &
+engine_build=$!
 
 # The browser tests run in a pytest process of their own: Playwright's synchronous API leaves an event
 # loop behind that would break the async tests collected after them.
@@ -41,9 +46,12 @@ started=$SECONDS
 pytest_part -m browser "$@"
 browser=$?
 echo "test: the browser tests took $((SECONDS - started)) s"
-# The engine tests run alone, on one worker: an engine pins its threads to every core, and a test process
-# beside it starved vLLM until its model step timed out (300 s) on a 2-core machine.
+# The engine tests (vLLM, llama-server) run alone, on one worker: an engine pins its threads to every core,
+# and a test process beside it starved vLLM until its model step timed out (300 s) on a 2-core machine.
 started=$SECONDS
+wait "$engine_build" || echo "test: llama-server could not be built; its tests will skip:" >&2
+cat "$engine_log"; rm -f "$engine_log"
+echo "test: waited $((SECONDS - started)) s for the llama-server build"
 parallel=()
 pytest_part -m engine "$@"
 engine=$?

@@ -61,6 +61,10 @@ export async function loadStatus() {
     fact(t("status.jobsPending"), String(pending.filter((j) => ["pending", "running"].includes(j.status)).length)),
     fact(t("status.collections"), String(status.collections ?? "—")),
   );
+  if (b.engine) {  // a managed engine (llama-server): its slots generating now and waiting
+    const slots = b.engine.slots;
+    dl.append(fact(t("status.engineSlots"), slots ? t("status.slotsBusy", slots) : b.engine.state));
+  }
   box.replaceChildren(dl);
   const gpus = $("#status-gpus");
   gpus.replaceChildren();

@@ -101,9 +101,12 @@ def partial_sources(retrieved: list[dict], text: str) -> list[dict]:
 
 def _on(mode: str, settings: Settings) -> bool:
     """A guard's on/off/auto setting, where auto means on for the packaged small models (the llamacpp
-    backend without model_path)."""
+    backend without model_path, or a managed llama-server running the same)."""
     if mode == "auto":
-        return settings.backend == "llamacpp" and settings.llamacpp.model_path is None
+        packaged = settings.llamacpp.model_path is None
+        if settings.backend == "llama-server":
+            return packaged and not settings.llama_server.model
+        return settings.backend == "llamacpp" and packaged
     return mode == "on"
 
 

@@ -23,6 +23,17 @@ def answering_model(settings: "Settings", cache_dir: Path | None = None) -> dict
         name = settings.vllm.served_model_name or (Path(settings.vllm.model).name if settings.vllm.model else "")
         return {"backend": backend, "name": name or None, "file": settings.vllm.model or None,
                 "why": "the model the managed vLLM server is started with (vllm.model)"}  # fmt: skip
+    if backend == "llama-server":
+        cfg = settings.llama_server
+        if cfg.model:
+            path = Path(cfg.model).expanduser()
+            return {"backend": backend, "name": cfg.alias or path.name.removesuffix(".gguf"), "file": str(path),
+                    "size_bytes": path.stat().st_size if path.is_file() else None, "exists": path.is_file(),
+                    "why": "the GGUF the managed llama-server is started with (llama_server.model)"}  # fmt: skip
+        info = _llamacpp(settings, cache_dir)
+        return {**info, "backend": backend, "name": cfg.alias or info["name"],
+                "why": "the managed llama-server runs the llamacpp backend's model (llama_server.model is empty): "
+                + info["why"]}  # fmt: skip
     if backend == "openai":
         from assistant.backends.openai_server import base_urls
         from assistant.security.redaction import redact_url
@@ -85,6 +96,6 @@ def server_agrees(info: dict[str, Any], backend: dict[str, Any] | None) -> bool 
     if backend.get("name") != info["backend"]:
         return False
     said = backend.get("model") or ""
-    if info["backend"] == "llamacpp":
-        return said == Path(str(info["file"])).name.removesuffix(".gguf")
+    if info["backend"] in ("llamacpp", "llama-server"):
+        return said in (info.get("name"), Path(str(info["file"])).name.removesuffix(".gguf"))
     return info.get("name") is None or said == info["name"]

@@ -12,6 +12,7 @@ BACKENDS: dict[str, str] = {
     "llamacpp": "assistant.backends.llamacpp:create_llamacpp",
     "openai": "assistant.backends.openai_compat:create_openai",
     "vllm": "assistant.backends.vllm:create_vllm",
+    "llama-server": "assistant.backends.llama_server:create_llama_server",
     "echo": "assistant.backends.echo:create_echo",
 }
 

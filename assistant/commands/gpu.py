@@ -16,6 +16,7 @@ from indexes.ocr_tools import find_tools, split_languages
 from indexes.terminal_text import terminal_safe
 
 from assistant.backends.model_choice import answering_model, model_line, server_agrees
+from assistant.engines.checks import engine_report
 from assistant.gpu.model import QUANTS
 from assistant.settings import Settings
 
@@ -88,6 +89,7 @@ def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
     report = diagnose(facts)
     report["model"] = answering_model(settings)
     report["ocr"] = find_tools(settings.ingest.ocr_command).report(split_languages(settings.ingest.ocr_languages))
+    report["engine"] = engine_report(settings, facts.gpus)
     if args.json:
         _print_json(report)
     else:
@@ -95,6 +97,9 @@ def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
         console.print(f"[bold]{escape(report['summary'])}[/bold]  (facts: {escape(facts.source)})")
         console.print(terminal_safe(model_line(report["model"]), multiline=True, markup=True), soft_wrap=True)
         console.print(f"[{STYLE[report['ocr']['status']]}]{escape(ocr_line(report['ocr']))}[/]", soft_wrap=True)
+        for f in report["engine"]["findings"]:
+            line = f"{f['check']}: {f['saw']}" + (f"\n  fix: {f['fix']}" if f["fix"] and f["status"] != "pass" else "")
+            console.print(f"[{STYLE[f['status']]}]{escape(line)}[/]", soft_wrap=True)
         for gpu in facts.gpus:
             mem = f"{(gpu.memory_total_bytes or 0) / 2**30:.1f} GiB"
             console.print(escape(f"  GPU{gpu.index}: {gpu.name}  {gpu.sm or ''}  {mem}"))
@@ -111,7 +116,7 @@ def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
         if skipped:
             console.print(f"[dim]skipped: {escape('; '.join(f['rule'] + ' (' + f['saw'] + ')' for f in skipped))}[/]")
         console.print(f"verdict: [{STYLE[report['status']]}]{report['status']}[/]")
-    return 1 if report["status"] == "fail" else 0
+    return 1 if "fail" in (report["status"], report["engine"]["status"]) else 0
 
 
 def ocr_line(ocr: dict[str, Any]) -> str:
@@ -170,6 +175,9 @@ def run_plan(args: argparse.Namespace, settings: Settings) -> int:
         console.print(f"  note: {escape(note)}")
     if plan.ok:
         console.print(f"\n[bold]launch:[/bold] {escape(plan.command)}", soft_wrap=True)
+        console.print(f"[bold]llama-server:[/bold] {escape(' '.join(plan.llama_server_args))} "
+                      f"({plan.llama_server_args[3]} slots of {plan.max_model_len:,} tokens; the llama-server "
+                      "backend derives the same from the GPUs it finds)", soft_wrap=True)
     else:
         console.print(
             "\n[bold]does not work as asked.[/bold] Options that would:"
@@ -231,12 +239,23 @@ def run_status(args: argparse.Namespace, settings: Settings) -> int:
     if server is None:
         console.print(terminal_safe(f"server: nothing answers at {url}", markup=True))
     else:
-        backend = out["backend"] or {}
-        details = ", ".join(f"{k}={v}" for k, v in backend.items()) if isinstance(backend, dict) else str(backend)
+        backend = dict(out["backend"] or {}) if isinstance(out["backend"], dict) else {"reported": out["backend"]}
+        engine = backend.pop("engine", None)
+        details = ", ".join(f"{k}={v}" for k, v in backend.items())
         console.print(terminal_safe(f"server {url}: backend {details or '(not reported)'}", markup=True))
+        if isinstance(engine, dict):
+            console.print(terminal_safe(engine_line(engine), markup=True))
         if out["model"]["server_agrees"] is False:
             console.print("  that server was started with other settings: it answers, not the model above")
     return 0
+
+
+def engine_line(engine: dict[str, Any]) -> str:
+    """A managed engine in one line: its state and its slots busy and idle."""
+    slots = engine.get("slots")
+    busy = f"{slots['busy']} busy, {slots['idle']} idle of {slots['total']} slots" if isinstance(slots, dict) else "slots not known"
+    launch = engine.get("launch") or {}
+    return f"  engine: {engine.get('state')} (pid {engine.get('pid')}), {busy}; started with {launch.get('why', '?')}"
 
 
 def run_presets(args: argparse.Namespace, settings: Settings) -> int:

@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="port to bind (default 8000)")
     p.add_argument("--backend", choices=backend_names(), help="LLM backend")
-    p.add_argument("--model", help="model: a GGUF path for llamacpp, a model folder for vllm, a model name for openai")
+    p.add_argument("--model", help="model: a GGUF path for llamacpp and llama-server, a model folder for vllm, a model name for openai")
     p.add_argument("--tensor-parallel-size", type=int, help="vllm: GPUs one model is split over")
     p.add_argument("--preset", help="vllm: a GPU launch preset (see `assistant presets`); flags given here win")
     p.set_defaults(func=run, overrides=overrides)
@@ -31,9 +31,8 @@ def overrides(args: argparse.Namespace) -> dict:
         out["backend"] = args.backend
     if args.model:
         backend = args.backend or "llamacpp"
-        out["llamacpp" if backend == "llamacpp" else backend if backend == "vllm" else "openai"] = (
-            {"model_path": args.model} if backend == "llamacpp" else {"model": args.model}
-        )
+        section = {"llamacpp": "llamacpp", "vllm": "vllm", "llama-server": "llama_server"}.get(backend, "openai")
+        out[section] = {"model_path": args.model} if backend == "llamacpp" else {"model": args.model}
     vllm: dict = {}
     if args.preset:
         from assistant.gpu.presets import preset_settings

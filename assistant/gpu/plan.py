@@ -70,6 +70,7 @@ class Plan:
     vllm_args: list[str]
     env: dict[str, str]
     command: str
+    llama_server_args: list[str] = field(default_factory=list)
     options: list[dict[str, Any]] = field(default_factory=list)
     presets: list[str] = field(default_factory=list)
 
@@ -195,10 +196,33 @@ def make_plan(model: ModelInfo, req: PlanRequest, with_options: bool = True) -> 
         command="",
     )
     _launch_line(plan, model, req, eager)
+    plan.llama_server_args = llama_server_args(plan.max_concurrent_seqs, req.max_model_len, req.gpus)
     plan.presets = [p.name for p in presets_for(req.gpu.key, req.gpus)]
     if with_options and not plan.ok:
         plan.options = _options(model, req, plan, support.alternatives)
     return plan
+
+
+LLAMA_SERVER_MAX_SLOTS = 64  # past this, one more slot adds little to a GPU's aggregate tokens/s
+
+
+def llama_server_args(seqs: int, ctx_per_slot: int, gpus: int) -> list[str]:
+    """llama-server's flags for a plan: every layer on the GPUs, as many slots as full-length sequences
+    fit (64 at most), the context of all slots together (-c = slots x context per slot)."""
+    slots = min(LLAMA_SERVER_MAX_SLOTS, max(1, seqs))
+    args = ["-ngl", "999", "-np", str(slots), "-c", str(slots * ctx_per_slot), "-fa", "on"]
+    if gpus > 1:
+        args += ["-ts", ",".join(["1"] * gpus)]
+    return args
+
+
+def llama_server_slots(weights_bytes: int, kv_bytes_per_token: int, ctx_per_slot: int, free_bytes: list[int],
+                       utilization: float = 0.90) -> int:
+    """Slots of ctx_per_slot tokens that fit in the GPUs' free memory beside the weights (llama.cpp splits
+    layers over GPUs, so their memory adds up), each GPU keeping a runtime reserve; 1 to 64."""
+    budget = sum(int(utilization * free) - CUDA_CONTEXT_BYTES for free in free_bytes) - weights_bytes
+    seqs = max(budget, 0) // max(1, kv_bytes_per_token * ctx_per_slot)
+    return min(LLAMA_SERVER_MAX_SLOTS, max(1, seqs))
 
 
 def _launch_line(plan: Plan, model: ModelInfo, req: PlanRequest, eager: bool) -> None:

@@ -36,10 +36,14 @@ async def health(services: Services) -> Response[dict]:
 
 @get("/api/status", tags=["status"], opt=scoped("read"))
 async def status(services: Services, identity: Identity) -> dict:
-    """The backend (name, model, context, health, requests in flight) and, when present, each GPU."""
+    """The backend (name, model, context, health, requests in flight, a managed engine's slots) and,
+    when present, each GPU."""
     from assistant.gpu.status import gpu_status
 
     backend = await backend_health(services)
     backend["in_flight"] = services.in_flight
+    engine_status = getattr(services.backend, "engine_status", None)  # a managed engine's slots, busy and idle
+    if engine_status is not None:
+        backend["engine"] = await anyio.to_thread.run_sync(engine_status)
     gpus = await anyio.to_thread.run_sync(gpu_status)  # NVML, or nvidia-smi as a fallback: may block
     return {"backend": backend, "gpus": gpus, "collections": sum(identity.can_use(c["name"]) for c in services.store.list_collections())}

@@ -55,6 +55,24 @@ def test_bench_serve_reports_ours_and_direct_per_level(tmp_path, embedder, capsy
     assert json.loads((out / "bench-serve.json").read_text())["levels"] == report["levels"]
 
 
+def test_bench_serve_refuses_an_engine_that_answers_nothing_instead_of_printing_empty_figures(tmp_path, embedder, capsys,
+                                                                                                monkeypatch):
+    data_dir = tmp_path / "data"
+    store = Store(data_dir)
+    write_pages(store, embedder, "docs", {"d.md": ("Doc", "Install it with scripts/setup.sh.")})
+    store.close()
+    questions = tmp_path / "questions.txt"
+    questions.write_text("How do I install it?\n")
+    monkeypatch.setenv("ASSISTANT_BACKEND", "echo")
+    monkeypatch.setenv("ASSISTANT_ECHO_REPLIES", json.dumps({"How do I install it?": ""}))  # ends before its first token
+    rc = main(["bench", "serve", "--data-dir", str(data_dir), "--collection", "docs", "--concurrency", "1",
+               "--requests", "2", "--questions", str(questions), "--out", str(tmp_path / "out"), "--json"])  # fmt: skip
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == "" and not (tmp_path / "out" / "bench-serve.json").exists()
+    assert "got no answer tokens from the in-process engine" in captured.err
+    assert "every answer ended before its first token" in captured.err
+
+
 @pytest.mark.slow
 async def test_direct_requests_carry_the_servers_sampling_settings(llama_server):
     """The direct side is asked exactly as the server asks: here a grammar only llama.cpp's server applies."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -192,6 +193,8 @@ def test_plan_text_fits(cli, config_27b):
     assert done.returncode == 0, done.stderr
     assert "launch: vllm serve" in done.stdout and "--quantization gptq" in done.stdout
     assert "v100-32g-interactive" in done.stdout
+    slots = re.search(r"llama-server: -ngl 999 -np (\d+) -c (\d+) -fa on", done.stdout.replace("\n", " "))
+    assert slots and int(slots.group(2)) == int(slots.group(1)) * 16384, "-c is the slots' context together"
 
 
 def test_plan_rejects_bad_input(cli, config_27b, tmp_path):

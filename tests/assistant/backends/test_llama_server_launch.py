@@ -1,0 +1,82 @@
+"""How the managed llama-server is started: its command line, and the slots and layers derived from the GPUs'
+free memory and the GGUF (no engine started here; tests/assistant/backends/test_llama_server.py runs it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from assistant.backends.base import BackendError
+from assistant.backends.llama_server import CPU_SLOTS, Launch, build_command, resolve_launch
+from assistant.gpu.gguf import GGUFError, read_metadata, read_model
+from assistant.gpu.hardware import GIB
+from assistant.gpu.plan import llama_server_args, llama_server_slots
+
+
+@pytest.fixture
+def binary(tmp_path):
+    path = tmp_path / "llama-server"
+    path.write_text("#!/bin/sh\n")
+    return str(path)
+
+
+def test_the_command_line_has_the_slots_context_layers_and_every_setting(settings_factory, binary):
+    settings = settings_factory(llama_server={"binary": binary, "tensor_split": [3, 1], "main_gpu": 1, "threads": 8,
+                                              "flash_attn": "on", "extra_args": ["--cache-reuse", "256"]})  # fmt: skip
+    launch = Launch(binary=binary, model="/m/q.gguf", alias="q", slots=8, ctx_per_slot=4096, gpu_layers=999, why="")
+    cmd = build_command(settings.llama_server, launch, 41234)
+    assert cmd[:3] == [binary, "--model", "/m/q.gguf"]
+    pairs = {cmd[i]: cmd[i + 1] for i in range(1, len(cmd) - 1) if cmd[i].startswith("-")}
+    assert pairs["--host"] == "127.0.0.1" and pairs["--port"] == "41234" and pairs["--alias"] == "q"
+    assert pairs["-np"] == "8" and pairs["-c"] == str(8 * 4096) and pairs["-ngl"] == "999" and pairs["-fa"] == "on"
+    assert pairs["-ts"] == "3,1" and pairs["-mg"] == "1" and pairs["-t"] == "8"
+    assert {"--metrics", "--slots", "--cont-batching", "--no-webui"} <= set(cmd) and cmd[-2:] == ["--cache-reuse", "256"]
+
+
+def test_the_slots_are_what_fits_in_the_gpus_beside_the_weights():
+    per_slot = 28672 * 4096  # Qwen2.5-1.5B's KV per token (f16) x 4096 tokens
+    assert llama_server_slots(1_117_320_768, 28672, 4096, [80 * GIB]) == 64, "capped at 64"
+    assert llama_server_slots(16 * 10**9, 28672, 4096, [16 * GIB]) == 1, "never fewer than one"
+    two = llama_server_slots(16 * 10**9, 28672, 4096, [12 * GIB, 12 * GIB])
+    one = llama_server_slots(16 * 10**9, 28672, 4096, [12 * GIB])
+    assert one == 1 and two == (int(0.9 * 12 * GIB) * 2 - 2 * int(0.75 * GIB) - 16 * 10**9) // per_slot > 1
+    assert llama_server_args(100, 2048, 2) == ["-ngl", "999", "-np", "64", "-c", str(64 * 2048), "-fa", "on", "-ts", "1,1"]
+
+
+def test_the_launch_derives_layers_and_slots_from_the_gpus_or_takes_them_as_set(settings_factory, binary, gguf_path):
+    settings = settings_factory(llama_server={"binary": binary, "model": str(gguf_path)})
+    cpu = resolve_launch(settings, free_gpu_bytes=[])
+    assert (cpu.gpu_layers, cpu.slots, cpu.ctx_per_slot) == (0, CPU_SLOTS, 4096) and cpu.alias == "gemma-3-270m-q4_k_m"
+    gpu = resolve_launch(settings, free_gpu_bytes=[10 * GIB])
+    gguf = read_model(gguf_path)
+    assert gpu.gpu_layers == 999 and gpu.slots == llama_server_slots(gguf.file_bytes, gguf.kv_bytes_per_token(), 4096, [10 * GIB])
+    assert "fit in 1 GPU(s)' free memory" in gpu.why
+    fixed = settings_factory(llama_server={"binary": binary, "model": str(gguf_path), "parallel": 3, "ctx_per_slot": 1024,
+                                           "gpu_layers": 10, "alias": "g"})  # fmt: skip
+    set_ = resolve_launch(fixed, free_gpu_bytes=[10 * GIB])
+    assert (set_.slots, set_.ctx_per_slot, set_.gpu_layers, set_.alias, set_.why) == (3, 1024, 10, "g", "llama_server.parallel")
+
+
+def test_a_missing_binary_or_model_is_a_clear_error(settings_factory, tmp_path, gguf_path, monkeypatch, binary):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    with pytest.raises(BackendError, match="assistant engine build llama-server"):
+        resolve_launch(settings_factory(llama_server={"model": str(gguf_path)}), free_gpu_bytes=[])
+    with pytest.raises(BackendError, match="is not a file"):
+        resolve_launch(settings_factory(llama_server={"binary": str(tmp_path / "nope"), "model": str(gguf_path)}), [])
+    with pytest.raises(BackendError, match="is not a file"):
+        resolve_launch(settings_factory(llama_server={"binary": binary, "model": str(tmp_path / "none.gguf")}), [])
+    not_gguf = tmp_path / "x.gguf"
+    not_gguf.write_bytes(b"PK\x03\x04 not a model")
+    with pytest.raises(BackendError, match="not a GGUF file"):
+        resolve_launch(settings_factory(llama_server={"binary": binary, "model": str(not_gguf)}), [])
+
+
+def test_the_gguf_header_gives_the_kv_cache_shape_without_reading_tensors(gguf_path, tmp_path):
+    model = read_model(gguf_path)
+    assert (model.architecture, model.layers, model.kv_heads, model.head_dim) == ("gemma3", 18, 1, 256)
+    assert model.kv_bytes_per_token() == 2 * 18 * 1 * 256 * 2 and model.context_length == 32768
+    assert read_metadata(gguf_path)["tokenizer.ggml.tokens"] is None, "the tokenizer's arrays are stepped over"
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(gguf_path.read_bytes()[:64])
+    with pytest.raises(GGUFError, match="ends inside its header"):
+        read_metadata(cut)
