@@ -49,7 +49,8 @@ def test_server_folder_then_cited_code_shows_the_file_line_numbers(page, live_se
     page.click("#source-form button")
     job = wait_job_done(page)
     expect(job.locator(".job-facts")).to_contain_text("1 ingested")
-    expect(page.locator("#document-rows tr")).to_have_count(1)
+    # the list is fetched again once the job is done: on a busy machine that takes longer than expect's 5 s
+    expect(page.locator("#document-rows tr")).to_have_count(1, timeout=JOB_TIMEOUT_MS)
 
     page.goto("/#chat")
     expect(page.locator("#collection option[value='flask']")).to_have_count(1)
