@@ -38,7 +38,9 @@ HANDBOOK = {
     "tools/laptops.md": ("Laptops", "New staff receive a laptop on their first day from the IT help desk."),
     "security/badges.md": ("Badges", "Lost badges are reported to the front desk, which disables them within the hour."),
 }  # fmt: skip
-RUN_TO_MAX_TOKENS = {"ignore_eos": True}  # answers that must still be running when the test acts on them
+# Answers that must still be running when the test acts on them: no end of sequence, and chat prompts, which
+# have no stop strings (a completion prompt stops at the next "Question:").
+RUN_TO_MAX_TOKENS = {"ignore_eos": True}
 
 
 def make_settings(data_dir, gguf_path, generation: dict | None = None, **engine) -> Settings:
@@ -152,7 +154,7 @@ async def test_answers_through_api_ask_v1_and_mcp_with_the_slots_in_status(engin
 
 async def test_sixteen_concurrent_questions_are_all_in_the_engines_slots_at_once(engine, corpus, embedder, gguf_path):
     data_dir, store = corpus
-    settings = make_settings(data_dir, gguf_path, sampling=RUN_TO_MAX_TOKENS, generation={"max_tokens": 96})
+    settings = make_settings(data_dir, gguf_path, prompt_style="chat", sampling=RUN_TO_MAX_TOKENS, generation={"max_tokens": 96})
     questions = [f"{q} (variant {i})" for i, q in enumerate(["Who books hotels?", "How does leave accrue?",
                                                              "Where do laptops come from?", "What if I lose my badge?"] * 4)]  # fmt: skip
     with running_app(settings, store, embedder, engine) as (url, _):
@@ -167,7 +169,7 @@ async def test_sixteen_concurrent_questions_are_all_in_the_engines_slots_at_once
 
 async def test_killed_mid_answer_gives_an_error_within_two_seconds_then_restarts_and_answers(engine, corpus, embedder, gguf_path):
     data_dir, store = corpus
-    settings = make_settings(data_dir, gguf_path, sampling=RUN_TO_MAX_TOKENS, generation={"max_tokens": 400})
+    settings = make_settings(data_dir, gguf_path, prompt_style="chat", sampling=RUN_TO_MAX_TOKENS, generation={"max_tokens": 100})
     with running_app(settings, store, embedder, engine) as (url, _):
         async with httpx.AsyncClient(timeout=120) as client:
             async with client.stream("POST", f"{url}/api/ask", json={"question": "Tell me about leave.", "collection": "handbook"}) as r:
@@ -179,6 +181,7 @@ async def test_killed_mid_answer_gives_an_error_within_two_seconds_then_restarts
                             os.kill(engine.pid, signal.SIGKILL)
                             killed_at = time.monotonic()
                     elif kind == "error":
+                        assert killed_at is not None, f"an error before the engine was killed: {data}"
                         error = (time.monotonic() - killed_at, data)
                         break
             assert error is not None, "the stream ended without an error event"
