@@ -216,17 +216,17 @@ engine_build() {  # the product's build command, from the pack's source, in the 
   [[ -n $ARCH ]] || ARCH=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '. ')
   export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} XDG_CACHE_HOME=$WORK/cache
   if "$PY" -m assistant.cli engine build llama-server --cuda-arch "$ARCH" --source "$PACK/llama.cpp.tar.gz" --jobs "$JOBS" \
-       --json >"$OUT/engine-build.txt" 2>&1; then touch "$WORK/.engine-done"; else touch "$WORK/.engine-failed"; fi
+       --json >"$WORK/engine-build.txt" 2>&1; then touch "$WORK/.engine-done"; else touch "$WORK/.engine-failed"; fi
 }
 
 managed() {  # every model through the llama-server backend: ask, bench serve x RUNS, status, doctor
   cd "$WORK"
-  until [[ -f $WORK/.engine-done ]]; do [[ -f $WORK/.engine-failed ]] && die "the engine build failed: $(tail -5 "$OUT/engine-build.txt")"; sleep 5; done
+  until [[ -f $WORK/.engine-done ]]; do [[ -f $WORK/.engine-failed ]] && die "the engine build failed: $(tail -5 "$WORK/engine-build.txt")"; sleep 5; done
   export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} XDG_CACHE_HOME=$WORK/cache HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
   export ASSISTANT_DATA_DIR=$WORK/data ASSISTANT_EMBEDDER_MODEL_PATH=$WORK/minilm PYTHONUNBUFFERED=1 ASSISTANT_BACKEND=llama-server
   local res=$WORK/managed; rm -rf "$res"; mkdir -p "$res"
   { nvidia-smi; nvcc --version | tail -2; "$PY" --version; lscpu; } >"$res/environment.txt" 2>&1 || true
-  cp "$OUT/engine-build.txt" "$res/"; find "$WORK/cache" -name build.log -exec cp {} "$res/engine-build.log" \; || true
+  cp "$WORK/engine-build.txt" "$res/"; find "$WORK/cache" -name build.log -exec cp {} "$res/engine-build.log" \; || true
   for name in ${MODELS//,/ }; do
     [[ -f $WORK/$name.gguf ]] || die "no $WORK/$name.gguf: assemble the pack's pieces first"
     local style=chat; [[ $name == gemma-3-270m ]] && style=completion  # a base model without a chat template
@@ -244,7 +244,8 @@ managed() {  # every model through the llama-server backend: ask, bench serve x 
     kill $assistant 2>/dev/null || true; wait $assistant 2>/dev/null || true
   done
   "$PY" -m assistant.cli doctor --json >"$res/doctor.json" 2>"$res/doctor.stderr.log" || echo "doctor: exit $?"
-  "$PY" - "$res" "${MODELS//,/ }" >"$OUT/managed-summary.json" <<'PYEOF'
+  tar -C "$WORK" -czf "$OUT/managed.tar.gz" managed
+  "$PY" - "$res" "${MODELS//,/ }" >"$OUT/managed-summary.json" <<'PYEOF' || echo "the summary failed: the runs are in managed.tar.gz"
 import json, statistics, sys
 from pathlib import Path
 res, models = Path(sys.argv[1]), sys.argv[2].split()
@@ -257,13 +258,15 @@ for name in models:
             levels.setdefault(lv["concurrency"], []).append(lv)
     out[name] = {str(c): {"runs": len(lvs), "ratio_median": statistics.median(lv["ratio"] for lv in lvs),
                           "ratios": [lv["ratio"] for lv in lvs],
-                          "server_added_ttft_ms_p50_median": statistics.median(lv["server_added_ttft_ms_p50"] for lv in lvs),
+                          "server_added_ttft_ms_p50_median": statistics.median(
+                              [lv["server_added_ttft_ms_p50"] for lv in lvs if lv["server_added_ttft_ms_p50"] is not None] or [0]),
+                          "server_added_ttft_ms_p50": [lv["server_added_ttft_ms_p50"] for lv in lvs],
+                          "overhead_ms_p50": [lv["ours"].get("server_overhead_ms_p50") for lv in lvs],
                           "ours_tok_s": [lv["ours"]["tok_s"] for lv in lvs], "direct_tok_s": [lv["direct"]["tok_s"] for lv in lvs],
                           "engine_peak_running": [lv["ours"]["engine"]["peak_running"] for lv in lvs]}
                  for c, lvs in sorted(levels.items())}
 print(json.dumps(out, indent=1))
 PYEOF
-  tar -C "$WORK" -czf "$OUT/managed.tar.gz" managed
   echo "== results in $OUT"; ls -la "$OUT"
 }
 
