@@ -22,7 +22,8 @@ WHEELS=(litestar litestar-htmx msgspec multidict multipart polyfactory faker ric
         greenlet pydantic pydantic-core pydantic-settings python-dotenv annotated-types typing-inspection
         openai jiter distro sniffio uvicorn faiss-cpu docutils diskcache
         mcp httpx-sse sse-starlette starlette python-multipart pyjwt jsonschema jsonschema-specifications
-        referencing rpds-py alembic Mako onnx ml-dtypes protobuf)
+        referencing rpds-py alembic Mako onnx ml-dtypes protobuf
+        mcp-types httpx2 httpcore2 truststore opentelemetry-api cryptography cffi pycparser)
 
 die() { echo "gpu-proof-pack: $*" >&2; exit 2; }
 
