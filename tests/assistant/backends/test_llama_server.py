@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import time
 from contextlib import contextmanager
 
 import httpx
@@ -25,6 +23,7 @@ from assistant.settings import Settings
 from evals.local_server import serve_in_thread
 from tests.assistant.mcp_api.test_mcp import http_session, payload
 from tests.support.llama_engine import ALIAS, busy_slots, engine_counter, engine_settings
+from tests.support.engine_faults import kill_mid_answer
 from tests.support.sse import aiter_sse
 from tests.support.stores import write_pages
 from tests.support.wait import async_wait_until
@@ -172,19 +171,7 @@ async def test_killed_mid_answer_gives_an_error_within_two_seconds_then_restarts
     settings = make_settings(data_dir, gguf_path, prompt_style="chat", sampling=RUN_TO_MAX_TOKENS, generation={"max_tokens": 100})
     with running_app(settings, store, embedder, engine) as (url, _):
         async with httpx.AsyncClient(timeout=120) as client:
-            async with client.stream("POST", f"{url}/api/ask", json={"question": "Tell me about leave.", "collection": "handbook"}) as r:
-                tokens, killed_at, error = 0, None, None
-                async for kind, data in aiter_sse(r.aiter_lines()):
-                    if kind == "token" and killed_at is None:
-                        tokens += 1
-                        if tokens == 5:
-                            os.kill(engine.pid, signal.SIGKILL)
-                            killed_at = time.monotonic()
-                    elif kind == "error":
-                        assert killed_at is not None, f"an error before the engine was killed: {data}"
-                        error = (time.monotonic() - killed_at, data)
-                        break
-            assert error is not None, "the stream ended without an error event"
+            error = await kill_mid_answer(client, url, engine, "Tell me about leave.")
             assert error[0] < 2.0 and error[1]["code"] == "backend_error", error
             await async_wait_until(lambda: engine.starts, accept=lambda n: n >= 2, timeout=60,
                                    what="the supervisor restarting the killed engine")

@@ -33,6 +33,7 @@ from assistant.answers.summarize import summarize_document
 from assistant.settings import OpenAISettings, Settings, SummarySettings, VLLMSettings
 from indexes.summaries import find_document, get_document_info
 from indexes.store import Store
+from tests.support.engine_faults import kill_mid_answer
 from tests.support.sse import aiter_sse
 from tests.support.wait import async_wait_until, wait_until
 from tests.support.stores import write_pages
@@ -295,18 +296,7 @@ async def test_vllm_killed_mid_answer_gives_an_error_within_two_seconds_then_res
     settings = make_settings(data_dir, prompt_style="chat", sampling=RUN_TO_MAX_TOKENS, generation={"max_tokens": 1000})
     with running_app(settings, store, embedder, vllm_process) as (url, _):
         async with httpx.AsyncClient(timeout=120) as client:
-            async with client.stream("POST", f"{url}/api/ask", json={"question": "Tell me about leave.", "collection": "handbook"}) as r:
-                tokens, killed_at, error = 0, None, None
-                async for kind, data in aiter_sse(r.aiter_lines()):
-                    if kind == "token" and killed_at is None:
-                        tokens += 1
-                        if tokens == 5:
-                            os.kill(vllm_process.pid, signal.SIGKILL)
-                            killed_at = time.monotonic()
-                    elif kind == "error":
-                        error = (time.monotonic() - killed_at, data)
-                        break
-            assert error is not None, "the stream ended without an error event"
+            error = await kill_mid_answer(client, url, vllm_process, "Tell me about leave.")
             assert error[0] < 2.0 and error[1]["code"] == "backend_error", error
             health = await client.get(f"{url}/health")
             assert health.status_code == 503 and health.json()["status"] == "degraded"
