@@ -181,11 +181,12 @@ class LlamaServerBackend(ManagedServerBackend):
         return self.launch.ctx_per_slot
 
     def engine_status(self) -> dict[str, Any]:
-        """What `/api/status` shows of the engine: its state, slots busy and idle, and how it was started."""
+        """What `/api/status` shows of the engine: its state, starts, slots busy and idle, and how its slots
+        were chosen; no path of the server's and none of the engine's output (they may name files)."""
         proc: LlamaServerProcess = self.process  # type: ignore[assignment]
-        return {**proc.status(), "slots": proc.slots(), "launch": {
-            "binary": self.launch.binary, "model": self.launch.model, "slots": self.launch.slots,
-            "ctx_per_slot": self.launch.ctx_per_slot, "gpu_layers": self.launch.gpu_layers, "why": self.launch.why}}
+        return {"state": proc.state, "starts": proc.starts, "pid": proc.pid, "slots": proc.slots(), "launch": {
+            "slots": self.launch.slots, "ctx_per_slot": self.launch.ctx_per_slot, "gpu_layers": self.launch.gpu_layers,
+            "why": self.launch.why}}
 
 
 def create_llama_server(settings: "Settings") -> LlamaServerBackend:

@@ -9,6 +9,7 @@ Skipped, saying how to build it, without a build.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from contextlib import contextmanager
 
@@ -133,6 +134,7 @@ async def test_answers_through_api_ask_v1_and_mcp_with_the_slots_in_status(engin
             assert health["status"] == "ok" and health["backend"]["name"] == "llama-server", health
             status = (await client.get(f"{url}/api/status")).json()["backend"]
             assert status["engine"]["slots"] == {"total": 16, "busy": 0, "idle": 16} and status["engine"]["state"] == "ready"
+            assert str(gguf_path) not in json.dumps(status) and ".cache" not in json.dumps(status), "no server paths"
             events = await ask(client, url, "How many days before departure must flights be booked?")
         kinds = [k for k, _ in events]
         assert kinds[0] == "retrieved" and "token" in kinds and kinds[-2:] == ["sources", "done"], kinds
