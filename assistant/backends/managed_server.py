@@ -75,7 +75,7 @@ class ManagedServerBackend:
     # --- generation ----------------------------------------------------------------------------
 
     def _not_ready(self) -> BackendError:
-        return BackendError(f"the {self.process.label} server is not ready ({self.process.state}): {self.process.detail}")
+        return BackendError(f"{self.process.label} is not ready ({self.process.state}): {self.process.detail}")
 
     def stream(self, messages: list[Message], params: GenParams) -> RemoteAnswer:
         answer = self.client.stream(messages, params)  # keeps the engine's token count for the caller
