@@ -10,34 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from contextlib import contextmanager
 
 import httpx
 import openai
 import pytest
 
-from assistant.app import create_app
 from assistant.backends.llama_server import LlamaServerBackend, LlamaServerProcess, resolve_launch
-from assistant.services import Services
 from assistant.settings import Settings
-from evals.local_server import serve_in_thread
 from tests.assistant.mcp_api.test_mcp import http_session, payload
 from tests.support.llama_engine import ALIAS, busy_slots, engine_counter, engine_settings
-from tests.support.engine_faults import kill_mid_answer
-from tests.support.sse import aiter_sse
+from tests.support.managed_engine import HANDBOOK, ask, kill_mid_answer, serving, started
 from tests.support.stores import write_pages
 from tests.support.wait import async_wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.engine]
 
-HANDBOOK = {
-    "travel/booking.md": ("Booking travel", "Book flights through the travel desk at least 14 days before departure. "
-                          "Hotels are booked by the traveller and refunded against receipts."),
-    "leave/vacation.md": ("Vacation", "Annual leave accrues at four hours per pay period and carries over up to 240 hours."),
-    "tools/laptops.md": ("Laptops", "New staff receive a laptop on their first day from the IT help desk."),
-    "security/badges.md": ("Badges", "Lost badges are reported to the front desk, which disables them within the hour."),
-}  # fmt: skip
 # Answers that must still be running when the test acts on them: no end of sequence, and chat prompts, which
 # have no stop strings (a completion prompt stops at the next "Question:").
 RUN_TO_MAX_TOKENS = {"ignore_eos": True}
@@ -53,17 +41,7 @@ def engine(tmp_path_factory, gguf_path):
     """The real llama-server, started once by LlamaServerProcess and stopped after the module."""
     settings = make_settings(tmp_path_factory.mktemp("engine-data"), gguf_path)
     log_file = settings.data_dir / "logs" / "llama-server.log"
-    proc = LlamaServerProcess(settings.llama_server, resolve_launch(settings, free_gpu_bytes=[]), log_file)
-    proc.start()
-    if not proc.wait_ready(proc.cfg.start_timeout_s):
-        detail = proc.detail
-        proc.stop()
-        pytest.fail(f"llama-server did not start: {detail}")
-    yield proc
-    pid = proc.pid
-    proc.stop()
-    with pytest.raises(ProcessLookupError):  # SIGTERM reached the whole process group
-        os.killpg(pid, 0)
+    yield from started(LlamaServerProcess(settings.llama_server, resolve_launch(settings, free_gpu_bytes=[]), log_file))
 
 
 @pytest.fixture(scope="module")
@@ -81,15 +59,8 @@ def corpus(tmp_path_factory, embedder):
 def running_app(settings: Settings, store, embedder, process: LlamaServerProcess):
     """Our server on a free loopback port, over a backend that shares the module's engine."""
     backend = LlamaServerBackend(settings, process=process)
-    services = Services.assemble(settings, store, embedder, backend)
-    with serve_in_thread(create_app(settings, services)) as server:
-        yield server.url, backend
-
-
-async def ask(client: httpx.AsyncClient, url: str, question: str) -> list[tuple[str, dict]]:
-    async with client.stream("POST", f"{url}/api/ask", json={"question": question, "collection": "handbook"}) as r:
-        assert r.status_code == 200, await r.aread()
-        return [e async for e in aiter_sse(r.aiter_lines())]
+    with serving(settings, store, embedder, backend) as url:
+        yield url, backend
 
 
 def test_the_launch_gives_every_slot_its_context_and_the_engine_reports_it(engine):

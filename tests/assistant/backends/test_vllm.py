@@ -21,19 +21,16 @@ from contextlib import contextmanager
 import httpx
 import pytest
 
-from assistant.app import create_app
 from assistant.backends.base import completion_text
 from assistant.backends.openai_compat import OpenAIBackend
 from assistant.backends.vllm import VLLMBackend
 from assistant.backends.vllm_process import VLLMProcess
-from evals.local_server import serve_in_thread
-from assistant.services import Services
 from indexes.factory import retriever_from
 from assistant.answers.summarize import summarize_document
 from assistant.settings import OpenAISettings, Settings, SummarySettings, VLLMSettings
 from indexes.summaries import find_document, get_document_info
 from indexes.store import Store
-from tests.support.engine_faults import kill_mid_answer
+from tests.support.managed_engine import HANDBOOK, ask, kill_mid_answer, serving, started
 from tests.support.sse import aiter_sse
 from tests.support.wait import async_wait_until, wait_until
 from tests.support.stores import write_pages
@@ -45,13 +42,6 @@ from tests.support.vllm_server import (MAX_MODEL_LEN, SERVED_NAME, completed_req
 
 pytestmark = [pytest.mark.slow, pytest.mark.engine]
 
-HANDBOOK = {
-    "travel/booking.md": ("Booking travel", "Book flights through the travel desk at least 14 days before departure. "
-                          "Hotels are booked by the traveller and refunded against receipts."),
-    "leave/vacation.md": ("Vacation", "Annual leave accrues at four hours per pay period and carries over up to 240 hours."),
-    "tools/laptops.md": ("Laptops", "New staff receive a laptop on their first day from the IT help desk."),
-    "security/badges.md": ("Badges", "Lost badges are reported to the front desk, which disables them within the hour."),
-}  # fmt: skip
 LONG_SENTENCE = (
     "The archive keeps every quarterly report of the observatory, with the telescope schedules, the weather "
     "logs of each night, the calibration tables of the spectrographs and the maintenance notes of the dome. "
@@ -66,17 +56,7 @@ RUN_TO_MAX_TOKENS = {"ignore_eos": True}
 def vllm_process():
     """The real vLLM server, started once by VLLMProcess and stopped after the module."""
     require_vllm()
-    proc = VLLMProcess(VLLMSettings(**vllm_settings()))
-    proc.start()
-    if not proc.wait_ready(proc.cfg.start_timeout_s):
-        detail = proc.detail
-        proc.stop()
-        pytest.fail(f"vLLM did not start: {detail}")
-    yield proc
-    pid = proc.pid
-    proc.stop()
-    with pytest.raises(ProcessLookupError):  # SIGTERM (then SIGKILL) reached its engine workers too
-        os.killpg(pid, 0)
+    yield from started(VLLMProcess(VLLMSettings(**vllm_settings())))
 
 
 @pytest.fixture(scope="module")
@@ -105,15 +85,8 @@ def make_settings(data_dir, **vllm_overrides) -> Settings:
 def running_app(settings: Settings, store: Store, embedder, process: VLLMProcess):
     """Our server on a free loopback port, over a backend that shares the module's vLLM process."""
     backend = VLLMBackend(settings, process=process)
-    services = Services.assemble(settings, store, embedder, backend)
-    with serve_in_thread(create_app(settings, services)) as server:
-        yield server.url, backend
-
-
-async def ask(client: httpx.AsyncClient, url: str, question: str, collection: str = "handbook") -> list[tuple[str, dict]]:
-    async with client.stream("POST", f"{url}/api/ask", json={"question": question, "collection": collection}) as r:
-        assert r.status_code == 200, await r.aread()
-        return [e async for e in aiter_sse(r.aiter_lines())]
+    with serving(settings, store, embedder, backend) as url:
+        yield url, backend
 
 
 def test_token_counts_are_exact_and_the_context_window_comes_from_the_server(vllm_process, corpus):
