@@ -15,6 +15,8 @@ from typing import Any
 
 import httpx
 
+from assistant.backends.llama_server import slot_counts
+
 # Counters whose change over a phase tells whether both sides found the engine in the same state.
 COUNTERS = {
     "llamacpp:prompt_tokens_total": "prompt_tokens_evaluated",  # llama-server: tokens prefilled (cache hits excluded)
@@ -80,8 +82,9 @@ class EngineWatch:
             slots = r.json() if r is not None else None
         except ValueError:
             slots = None
-        self.has_slots = isinstance(slots, list)
-        return sum(1 for s in slots if s.get("is_processing")) if self.has_slots else None
+        counts = slot_counts(slots)
+        self.has_slots = counts is not None
+        return counts["busy"] if counts else None
 
     async def wait_idle(self, timeout_s: float = 60.0) -> bool | None:
         """Until the engine runs nothing (True), the timeout passes (False), or it cannot tell (None)."""

@@ -50,6 +50,7 @@ from indexes.retrieve import Hit, Retriever
 
 from assistant.backends.base import Backend, BackendBusy, BackendError, GenParams
 from assistant.answers.absent_terms import absent_words, not_in_documents
+from assistant.backends.model_choice import runs_packaged_model
 from assistant.answers.citations import CitationFilter, cited_numbers
 from assistant.answers.document_question import document_prompt
 from assistant.answers.support import NOT_IN_DOCUMENTS, AnswerCheck, attribute, check_answer, language_of
@@ -103,10 +104,7 @@ def _on(mode: str, settings: Settings) -> bool:
     """A guard's on/off/auto setting, where auto means on for the packaged small models (the llamacpp
     backend without model_path, or a managed llama-server running the same)."""
     if mode == "auto":
-        packaged = settings.llamacpp.model_path is None
-        if settings.backend == "llama-server":
-            return packaged and not settings.llama_server.model
-        return settings.backend == "llamacpp" and packaged
+        return runs_packaged_model(settings)
     return mode == "on"
 
 

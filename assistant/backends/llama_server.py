@@ -122,6 +122,14 @@ def gpu_free_bytes() -> list[int]:
     return [g.memory_free_bytes for g in gpus if g.memory_free_bytes]
 
 
+def slot_counts(listed: Any) -> dict[str, int] | None:
+    """llama-server's GET /slots body as counts: total, busy (generating) and idle; None if not a list."""
+    if not isinstance(listed, list):
+        return None
+    busy = sum(1 for s in listed if isinstance(s, dict) and s.get("is_processing"))
+    return {"total": len(listed), "busy": busy, "idle": len(listed) - busy}
+
+
 class LlamaServerProcess(EngineProcess):
     """One managed llama-server."""
 
@@ -145,10 +153,7 @@ class LlamaServerProcess(EngineProcess):
             listed = r.json() if r.status_code == 200 else None
         except (httpx.HTTPError, ValueError):
             return None
-        if not isinstance(listed, list):
-            return None
-        busy = sum(1 for s in listed if isinstance(s, dict) and s.get("is_processing"))
-        return {"total": len(listed), "busy": busy, "idle": len(listed) - busy}
+        return slot_counts(listed)
 
 
 class LlamaServerBackend(ManagedServerBackend):

@@ -46,6 +46,14 @@ def answering_model(settings: "Settings", cache_dir: Path | None = None) -> dict
     return {"backend": backend, "name": backend, "why": f"the {backend} backend generates without a model"}
 
 
+def runs_packaged_model(settings: "Settings") -> bool:
+    """Whether the backend answers with a packaged GGUF: the llamacpp backend, or a managed llama-server,
+    given no model file of their own (llama_server.model, else llamacpp.model_path)."""
+    if settings.backend == "llama-server" and settings.llama_server.model:
+        return False
+    return settings.backend in ("llamacpp", "llama-server") and settings.llamacpp.model_path is None
+
+
 def _llamacpp(settings: "Settings", cache_dir: Path | None) -> dict[str, Any]:
     cfg = settings.llamacpp
     if cfg.model_path:

@@ -41,12 +41,12 @@ def _fail(message: str) -> int:
     return 2
 
 
-def gpu_archs() -> list[int]:
+def found_archs() -> list[int]:
     """The compute capabilities of the GPUs found (none without NVIDIA's driver)."""
+    from assistant.engines.cuda import gpu_archs
     from assistant.gpu.probe import live_gpus
 
-    gpus, _ = live_gpus([])
-    return sorted({g.compute_capability[0] * 10 + g.compute_capability[1] for g in gpus if g.compute_capability})
+    return gpu_archs(live_gpus([])[0])
 
 
 def run_build(args: argparse.Namespace, settings: Settings) -> int:
@@ -56,7 +56,7 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
     if args.jobs < 1:
         return _fail("--jobs takes a positive number")
     try:
-        archs = sorted({parse_arch(a) for a in args.cuda_arch}) if args.cuda_arch else ([] if args.cpu else gpu_archs())
+        archs = sorted({parse_arch(a) for a in args.cuda_arch}) if args.cuda_arch else ([] if args.cpu else found_archs())
     except ValueError as exc:
         return _fail(str(exc))
     toolkit = find_toolkit(args.nvcc) if archs else None

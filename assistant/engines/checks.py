@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from assistant.engines.cuda import gpu_archs
 from assistant.engines.llama_server import Build, find_binary
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ STATUS_ORDER = ["pass", "skip", "warn", "fail"]
 
 
 def build_command(gpus: list["GpuFacts"]) -> str:
-    archs = sorted({g.compute_capability[0] * 10 + g.compute_capability[1] for g in gpus if g.compute_capability})
+    archs = gpu_archs(gpus)
     return "assistant engine build llama-server " + " ".join(f"--cuda-arch {a}" for a in archs) if archs else BUILD_CPU
 
 
@@ -43,7 +44,7 @@ def arch_finding(build: Build | None, gpus: list["GpuFacts"]) -> dict[str, str] 
     """The build's CUDA architectures against the GPUs' compute capabilities."""
     if build is None or not gpus:
         return None
-    caps = sorted({g.compute_capability[0] * 10 + g.compute_capability[1] for g in gpus if g.compute_capability})
+    caps = gpu_archs(gpus)
     if not build.cuda_archs:
         return _finding("llama-server GPUs", "warn", f"a CPU build on a machine with GPUs (sm_{', sm_'.join(map(str, caps))})",
                         build_command(gpus))  # fmt: skip

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Iterable
 
 # the lowest compute capability (without the dot) each CUDA major version still compiles for
 LOWEST_ARCH = {13: 75, 12: 50, 11: 35}
@@ -83,6 +84,11 @@ def check_archs(toolkit: Toolkit | None, archs: list[int]) -> None:
         first = FIRST_CUDA.get(arch)
         if first and (major, minor) < first:
             raise BuildRefused(f"{toolkit.label} cannot build for sm_{arch}: that needs CUDA {first[0]}.{first[1]} or newer")
+
+
+def gpu_archs(gpus: Iterable[Any]) -> list[int]:
+    """The compute capabilities (70 for 7.0) of these GPUs (gpu/facts.py's GpuFacts), each once, sorted."""
+    return sorted({g.compute_capability[0] * 10 + g.compute_capability[1] for g in gpus if g.compute_capability})
 
 
 def parse_arch(value: str) -> int:

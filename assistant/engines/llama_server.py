@@ -26,6 +26,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Callable
 
+from assistant.backends.packaged_models import default_cache_dir
 from assistant.engines.cpu_flags import cpu_flags
 from assistant.engines.cuda import BuildRefused, Toolkit, check_archs
 
@@ -61,8 +62,7 @@ class Build:
 
 def engines_dir() -> Path:
     """Where builds live: the user's cache dir (XDG), beside the joined packaged models."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "assistant" / "engines"
+    return default_cache_dir().parent / "engines"
 
 
 def llama_cpp_python_version(source: str | None = None) -> str:
