@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import httpx
 import pytest
 
-from assistant.engines.llama_server import find_binary
+from assistant.engines.llama_server import BINARY, Build, find_binary
 
 ALIAS = "gemma-3-270m"
 
@@ -45,3 +47,17 @@ def engine_counter(process, name: str) -> float:
     m = re.search(rf"^{re.escape(name)}(?:\{{[^}}]*\}})? ([0-9.e+-]+)$", text, re.M)
     assert m, f"llama-server's /metrics has {name}"
     return float(m.group(1))
+
+
+def write_build(root: Path, variant: str, archs: list[int], built_at: str = "2026-12-03T10:00:00",
+                binary: bool = True, cuda: str | None = None) -> Build:
+    """A build record in the engines folder `root` (a placeholder binary unless `binary` is False), as
+    `assistant engine build` leaves one."""
+    folder = root / f"{BINARY}-0.3.36-{variant}"
+    (folder / "bin").mkdir(parents=True)
+    build = Build(folder=str(folder), llama_cpp_python="0.3.36", variant=variant, cuda_archs=archs, cuda=cuda,
+                  built_at=built_at)  # fmt: skip
+    if binary:
+        build.binary.write_text("#!/bin/sh\n")
+    (folder / "build.json").write_text(json.dumps(build.to_dict()))
+    return build

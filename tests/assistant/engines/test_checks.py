@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 from assistant.engines.checks import engine_report
-from assistant.engines.llama_server import BINARY, Build
 from assistant.gpu.facts import GpuFacts
+from tests.support.llama_engine import write_build
 
 V100 = GpuFacts(index=0, name="Tesla V100-SXM2-32GB", compute_capability=(7, 0))
 H200 = GpuFacts(index=0, name="NVIDIA H200", compute_capability=(9, 0))
-
-
-def built(cache, variant: str, archs: list[int]) -> None:
-    folder = cache / "assistant" / "engines" / f"{BINARY}-0.3.36-{variant}"
-    (folder / "bin").mkdir(parents=True)
-    build = Build(folder=str(folder), llama_cpp_python="0.3.36", variant=variant, cuda_archs=archs, cuda="12.4",
-                  built_at="2026-12-03T10:00:00")  # fmt: skip
-    build.binary.write_text("#!/bin/sh\n")
-    (folder / "build.json").write_text(json.dumps(build.to_dict()))
 
 
 def findings(settings, gpus) -> dict[str, tuple[str, str, str]]:
@@ -37,7 +26,7 @@ def test_no_build_fails_only_when_the_llama_server_backend_is_chosen(settings_fa
 
 def test_a_build_is_checked_against_the_gpus_compute_capabilities(settings_factory, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    built(tmp_path, "cuda-sm90", [90])
+    write_build(tmp_path / "assistant" / "engines", "cuda-sm90", [90], cuda="12.4")
     on_v100 = findings(settings_factory(backend="llama-server"), [V100])
     assert on_v100["llama-server GPUs"][0] == "fail" and "no kernel image" in on_v100["llama-server GPUs"][1]
     assert findings(settings_factory(backend="llama-server"), [H200])["llama-server GPUs"][0] == "pass"
@@ -45,7 +34,7 @@ def test_a_build_is_checked_against_the_gpus_compute_capabilities(settings_facto
 
 def test_a_cpu_build_on_a_gpu_machine_is_a_warning_with_the_cuda_build_command(settings_factory, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    built(tmp_path, "cpu", [])
+    write_build(tmp_path / "assistant" / "engines", "cpu", [])
     got = findings(settings_factory(backend="llama-server"), [H200])
     assert got["llama-server GPUs"][0] == "warn" and got["llama-server GPUs"][2] == "assistant engine build llama-server --cuda-arch 90"
     assert "llama-server GPUs" not in findings(settings_factory(backend="llama-server"), []), "no GPUs: nothing to match"

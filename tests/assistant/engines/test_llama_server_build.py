@@ -6,15 +6,15 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from assistant.engines.cpu_flags import cpu_flags
 from assistant.engines.cuda import BuildRefused, Toolkit, find_toolkit
-from assistant.engines.llama_server import (BINARY, Build, builds, cmake_flags, find_binary, llama_cpp_tree,
+from assistant.engines.llama_server import (BINARY, builds, cmake_flags, find_binary, llama_cpp_tree,
                                             preferred_build, source_tree)
 from tests.conftest import REPO
+from tests.support.llama_engine import write_build
 
 AMX_CPU = "processor : 0\nflags : fpu sse avx avx2 fma f16c bmi2 avx512f avx512_bf16 amx_tile amx_int8\n"
 
@@ -40,20 +40,10 @@ def test_cmake_flags_build_the_server_alone_static_and_with_cuda_for_the_archs()
     assert "-DCMAKE_CUDA_COMPILER=/opt/cuda-12.4/bin/nvcc" in gpu
 
 
-def record(root: Path, variant: str, archs: list[int], built_at: str, binary: bool = True) -> Build:
-    folder = root / f"{BINARY}-0.3.36-{variant}"
-    (folder / "bin").mkdir(parents=True)
-    build = Build(folder=str(folder), llama_cpp_python="0.3.36", variant=variant, cuda_archs=archs, built_at=built_at)
-    if binary:
-        build.binary.write_text("#!/bin/sh\n")
-    (folder / "build.json").write_text(json.dumps(build.to_dict()))
-    return build
-
-
 def test_the_backend_runs_a_cuda_build_before_a_cpu_one_and_skips_unfinished_ones(tmp_path):
-    record(tmp_path, "cpu", [], "2026-12-03T10:00:00")
-    record(tmp_path, "cuda-sm70", [70], "2026-12-01T10:00:00")
-    record(tmp_path, "cuda-sm90", [90], "2026-12-02T10:00:00", binary=False)
+    write_build(tmp_path, "cpu", [], "2026-12-03T10:00:00")
+    write_build(tmp_path, "cuda-sm70", [70], "2026-12-01T10:00:00")
+    write_build(tmp_path, "cuda-sm90", [90], "2026-12-02T10:00:00", binary=False)
     assert [b.variant for b in builds(tmp_path)] == ["cpu", "cuda-sm70"], "newest first, no binary no build"
     assert preferred_build(tmp_path).variant == "cuda-sm70"
     binary, build = find_binary("", tmp_path)
@@ -101,7 +91,7 @@ def test_the_build_command_refuses_cuda_13_for_v100s_with_this_machines_nvcc(tmp
 
 
 def test_engine_list_says_what_the_backend_runs(tmp_path):
-    record(tmp_path / "assistant" / "engines", "cpu", [], "2026-12-03T10:00:00")
+    write_build(tmp_path / "assistant" / "engines", "cpu", [], "2026-12-03T10:00:00")
     done = cli("list", "--json", env={"XDG_CACHE_HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     listed = json.loads(done.stdout)
