@@ -192,7 +192,9 @@ class LlamaServerSettings(EngineProcessSettings):
         None, ge=256, description="context of each slot in tokens (-c is this times the slots); empty = the "
         "model's training context up to 4096"
     )
-    threads: int | None = Field(None, ge=1, description="-t: CPU threads; empty = llama-server's choice")
+    threads: int | None = Field(
+        None, ge=1, description="-t: CPU threads; empty = a quarter of the cores (1-4) when every layer is on the GPUs, else llama-server's choice"
+    )
     extra_args: list[str] = Field(default_factory=list, description="any other llama-server flags, passed as they are")
 
 

@@ -301,13 +301,13 @@ def print_table(report: dict[str, Any]) -> None:
 
     t = Table(title=f"bench serve: {report['environment']['backend']['name']} {report['environment']['backend']['model']}")
     for col in ("conc.", "ours tok/s", "direct tok/s", "ratio", "TTFT p50 ours/direct ms", "added ms", "overhead p50 ms",
-                "ITL p50/p99 ours ms", "errors"):
+                "retrieval / prompt p50 ms", "ITL p50/p99 ours ms", "errors"):
         t.add_column(col, justify="right")
     for lv in report["levels"]:
         o, d = lv["ours"], lv["direct"]
         t.add_row(str(lv["concurrency"]), f"{o['tok_s']:.1f}", f"{d['tok_s']:.1f}", str(lv["ratio"]),
                   f"{o['ttft_ms_p50']} / {d['ttft_ms_p50']}", str(lv["server_added_ttft_ms_p50"]),
-                  str(o.get("server_overhead_ms_p50")),
+                  str(o.get("server_overhead_ms_p50")), f"{o.get('retrieve_ms_p50')} / {o.get('prompt_ms_p50')}",
                   f"{o['itl_ms_p50']} / {o['itl_ms_p99']}", f"{o['errors']} / {d['errors']}")  # fmt: skip
     Console().print(t)
     print(f"report: {report['json']}\nplot:   {report['plot']}")

@@ -167,6 +167,7 @@ class PreparedAnswer:
     started: float  # perf_counter() when the question arrived
     retrieve_ms: float
     sent: float = 0.0  # perf_counter() when the request went to the backend
+    prompt_ms: float | None = None  # building the prompt (token counts included), after retrieval
     error: BaseException | None = None
     question: str = ""  # its language is the language of a replaced answer
     replace_unsupported: bool = False
@@ -221,6 +222,7 @@ class PreparedAnswer:
         done["model"] = self.backend.model
         done["timings"] = {
             "retrieve_ms": round(self.retrieve_ms, 1),
+            "prompt_ms": round(self.prompt_ms, 1) if self.prompt_ms is not None else None,
             "first_token_ms": round(first_token_ms, 1) if first_token_ms is not None else None,
             "backend_first_token_ms": round(engine_first_ms, 1) if engine_first_ms is not None else None,
             "check_ms": round(check_ms, 1),
@@ -271,7 +273,7 @@ async def prepare(
 
     done_fields: dict = {}
 
-    def retrieve_and_build() -> tuple[float, Prompt]:
+    def retrieve_and_build() -> tuple[float, float | None, Prompt]:
         # One worker-thread trip for both: under a burst of questions every trip back to the event
         # loop waits behind the others' work. Tokenizing is CPU work, or HTTP for remote servers.
         if document is not None:
@@ -279,7 +281,7 @@ async def prepare(
                                      max_answer_tokens=gen.max_tokens, margin=gen.margin_tokens,
                                      k=k or settings.retrieval.k, history=history, query=query)
             done_fields.update(scoped.done_fields(document, backend))
-            return (time.perf_counter() - started) * 1000, scoped.prompt
+            return (time.perf_counter() - started) * 1000, None, scoped.prompt  # retrieval and prompt in one
         hits = retriever.search(query or question, collections, k or settings.retrieval.k, filters=filters)
         retrieved = time.perf_counter()
         prompt = build_prompt(question, hits, backend, gen.max_tokens, gen.margin_tokens, history)
@@ -289,10 +291,10 @@ async def prepare(
                                   lambda words, share: retriever.term_counts(words, collections, share))
             if absent:
                 done_fields["absent_words"] = absent
-        return (retrieved - started) * 1000, prompt
+        return (retrieved - started) * 1000, (time.perf_counter() - retrieved) * 1000, prompt
 
     try:
-        retrieve_ms, prompt = await anyio.to_thread.run_sync(retrieve_and_build)
+        retrieve_ms, prompt_ms, prompt = await anyio.to_thread.run_sync(retrieve_and_build)
         params = GenParams(max_tokens=gen.max_tokens, temperature=gen.temperature, stop=prompt.stop)
         sent = time.perf_counter()
         if "absent_words" in done_fields:  # the documents never use a word of the question: no model is asked
@@ -303,7 +305,7 @@ async def prepare(
         raise
     except Exception as exc:
         return PreparedAnswer(backend, None, None, started, 0.0, error=exc)
-    return PreparedAnswer(backend, prompt, stream, started, retrieve_ms, sent, question=question,
+    return PreparedAnswer(backend, prompt, stream, started, retrieve_ms, sent, prompt_ms, question=question,
                           replace_unsupported=replaces_unsupported(settings), done_fields=done_fields)
 
 

@@ -14,6 +14,7 @@ prompts with its /apply-template and /tokenize and reads its context per slot fr
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,7 @@ class Launch:
     ctx_per_slot: int
     gpu_layers: int
     why: str  # where the slots and the context came from
+    threads: int | None = None  # -t; None = llama-server's own choice (a thread per core)
     build: dict[str, Any] | None = None  # the build record of the binary, when it was built here
     extra: list[str] = field(default_factory=list)
 
@@ -58,8 +60,8 @@ def build_command(cfg: "LlamaServerSettings", launch: Launch, port: int, host: s
         cmd += ["-ts", ",".join(f"{share:g}" for share in cfg.tensor_split)]
     if cfg.main_gpu is not None:
         cmd += ["-mg", str(cfg.main_gpu)]
-    if cfg.threads:
-        cmd += ["-t", str(cfg.threads)]
+    if launch.threads:
+        cmd += ["-t", str(launch.threads)]
     return cmd + list(cfg.extra_args)
 
 
@@ -82,7 +84,7 @@ def resolve_launch(settings: "Settings", free_gpu_bytes: list[int] | None = None
     read from the driver when None)."""
     from assistant.engines.llama_server import find_binary
     from assistant.gpu.gguf import GGUFError, read_model
-    from assistant.gpu.plan import llama_server_slots
+    from assistant.gpu.plan import llama_server_slots, llama_server_threads
 
     cfg = settings.llama_server
     binary, build = find_binary(cfg.binary)
@@ -108,9 +110,13 @@ def resolve_launch(settings: "Settings", free_gpu_bytes: list[int] | None = None
                f"{gguf.file_bytes / 1e9:.2f} GB of weights ({gguf.kv_bytes_per_token():,} KV bytes per token)")  # fmt: skip
     else:
         slots, why = CPU_SLOTS, f"{CPU_SLOTS} slots without GPUs"
+    threads = cfg.threads
+    if threads is None and free_gpu_bytes and gpu_layers >= gguf.layers:
+        threads = llama_server_threads(os.cpu_count() or 1)
+        why += f"; {threads} CPU threads, every layer being on the GPUs"
     return Launch(
         binary=str(binary), model=str(path), alias=cfg.alias or path.name.removesuffix(".gguf"), slots=slots,
-        ctx_per_slot=ctx, gpu_layers=gpu_layers, why=why, build=build.to_dict() if build else None,
+        ctx_per_slot=ctx, gpu_layers=gpu_layers, why=why, threads=threads, build=build.to_dict() if build else None,
     )  # fmt: skip
 
 

@@ -12,6 +12,7 @@ vLLM measures the real figure in its start-up profile run, so plans keep a margi
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -196,7 +197,7 @@ def make_plan(model: ModelInfo, req: PlanRequest, with_options: bool = True) -> 
         command="",
     )
     _launch_line(plan, model, req, eager)
-    plan.llama_server_args = llama_server_args(plan.max_concurrent_seqs, req.max_model_len, req.gpus)
+    plan.llama_server_args = llama_server_args(plan.max_concurrent_seqs, req.max_model_len, req.gpus, os.cpu_count() or 1)
     plan.presets = [p.name for p in presets_for(req.gpu.key, req.gpus)]
     if with_options and not plan.ok:
         plan.options = _options(model, req, plan, support.alternatives)
@@ -206,11 +207,22 @@ def make_plan(model: ModelInfo, req: PlanRequest, with_options: bool = True) -> 
 LLAMA_SERVER_MAX_SLOTS = 64  # past this, one more slot adds little to a GPU's aggregate tokens/s
 
 
-def llama_server_args(seqs: int, ctx_per_slot: int, gpus: int) -> list[str]:
+def llama_server_threads(cpus: int) -> int:
+    """llama-server's CPU threads (-t) when every layer is on the GPUs: a quarter of the cores, 1 to 4.
+
+    Its CPU threads then only sample and schedule, and llama.cpp's default (a thread per core, spinning
+    while they wait for work) takes the cores the server's retrieval and streaming need: on an H200 with
+    16 cores the managed engine at its default answered slower through the server than straight
+    (docs/benchmarks.md, runs 9-11)."""
+    return max(1, min(4, cpus // 4))
+
+
+def llama_server_args(seqs: int, ctx_per_slot: int, gpus: int, cpus: int) -> list[str]:
     """llama-server's flags for a plan: every layer on the GPUs, as many slots as full-length sequences
-    fit (64 at most), the context of all slots together (-c = slots x context per slot)."""
+    fit (64 at most), the context of all slots together (-c = slots x context per slot), a few CPU threads."""
     slots = min(LLAMA_SERVER_MAX_SLOTS, max(1, seqs))
-    args = ["-ngl", "999", "-np", str(slots), "-c", str(slots * ctx_per_slot), "-fa", "on"]
+    args = ["-ngl", "999", "-np", str(slots), "-c", str(slots * ctx_per_slot), "-fa", "on",
+            "-t", str(llama_server_threads(cpus))]  # fmt: skip
     if gpus > 1:
         args += ["-ts", ",".join(["1"] * gpus)]
     return args

@@ -3,13 +3,15 @@ free memory and the GGUF (no engine started here; tests/assistant/backends/test_
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from assistant.backends.base import BackendError
 from assistant.backends.llama_server import CPU_SLOTS, Launch, build_command, resolve_launch
 from assistant.gpu.gguf import GGUFError, read_metadata, read_model
 from assistant.gpu.hardware import GIB
-from assistant.gpu.plan import llama_server_args, llama_server_slots
+from assistant.gpu.plan import llama_server_args, llama_server_slots, llama_server_threads
 
 
 @pytest.fixture
@@ -22,7 +24,8 @@ def binary(tmp_path):
 def test_the_command_line_has_the_slots_context_layers_and_every_setting(settings_factory, binary):
     settings = settings_factory(llama_server={"binary": binary, "tensor_split": [3, 1], "main_gpu": 1, "threads": 8,
                                               "flash_attn": "on", "extra_args": ["--cache-reuse", "256"]})  # fmt: skip
-    launch = Launch(binary=binary, model="/m/q.gguf", alias="q", slots=8, ctx_per_slot=4096, gpu_layers=999, why="")
+    launch = Launch(binary=binary, model="/m/q.gguf", alias="q", slots=8, ctx_per_slot=4096, gpu_layers=999, why="",
+                    threads=8)
     cmd = build_command(settings.llama_server, launch, 41234)
     assert cmd[:3] == [binary, "--model", "/m/q.gguf"]
     pairs = {cmd[i]: cmd[i + 1] for i in range(1, len(cmd) - 1) if cmd[i].startswith("-")}
@@ -39,21 +42,31 @@ def test_the_slots_are_what_fits_in_the_gpus_beside_the_weights():
     two = llama_server_slots(16 * 10**9, 28672, 4096, [12 * GIB, 12 * GIB])
     one = llama_server_slots(16 * 10**9, 28672, 4096, [12 * GIB])
     assert one == 1 and two == (int(0.9 * 12 * GIB) * 2 - 2 * int(0.75 * GIB) - 16 * 10**9) // per_slot > 1
-    assert llama_server_args(100, 2048, 2) == ["-ngl", "999", "-np", "64", "-c", str(64 * 2048), "-fa", "on", "-ts", "1,1"]
+    assert llama_server_args(100, 2048, 2, 16) == ["-ngl", "999", "-np", "64", "-c", str(64 * 2048), "-fa", "on", "-t", "4",
+                                                   "-ts", "1,1"]
+
+
+def test_with_every_layer_on_the_gpus_the_engine_leaves_most_cores_to_the_server():
+    assert [llama_server_threads(n) for n in (1, 2, 4, 8, 16, 64)] == [1, 1, 1, 2, 4, 4]
 
 
 def test_the_launch_derives_layers_and_slots_from_the_gpus_or_takes_them_as_set(settings_factory, binary, gguf_path):
     settings = settings_factory(llama_server={"binary": binary, "model": str(gguf_path)})
     cpu = resolve_launch(settings, free_gpu_bytes=[])
     assert (cpu.gpu_layers, cpu.slots, cpu.ctx_per_slot) == (0, CPU_SLOTS, 4096) and cpu.alias == "gemma-3-270m-q4_k_m"
+    assert cpu.threads is None, "on the CPU the engine's threads are its work: llama-server's own choice"
     gpu = resolve_launch(settings, free_gpu_bytes=[10 * GIB])
     gguf = read_model(gguf_path)
     assert gpu.gpu_layers == 999 and gpu.slots == llama_server_slots(gguf.file_bytes, gguf.kv_bytes_per_token(), 4096, [10 * GIB])
     assert "fit in 1 GPU(s)' free memory" in gpu.why
+    assert gpu.threads == llama_server_threads(os.cpu_count() or 1) and "CPU threads" in gpu.why
     fixed = settings_factory(llama_server={"binary": binary, "model": str(gguf_path), "parallel": 3, "ctx_per_slot": 1024,
                                            "gpu_layers": 10, "alias": "g"})  # fmt: skip
     set_ = resolve_launch(fixed, free_gpu_bytes=[10 * GIB])
     assert (set_.slots, set_.ctx_per_slot, set_.gpu_layers, set_.alias, set_.why) == (3, 1024, 10, "g", "llama_server.parallel")
+    assert set_.threads is None, "some layers on the CPU: its threads do the work there"
+    threads = settings_factory(llama_server={"binary": binary, "model": str(gguf_path), "threads": 6})
+    assert resolve_launch(threads, free_gpu_bytes=[10 * GIB]).threads == 6
 
 
 def test_a_missing_binary_or_model_is_a_clear_error(settings_factory, tmp_path, gguf_path, monkeypatch, binary):
