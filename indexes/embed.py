@@ -140,6 +140,14 @@ class Embedder:
             logger.info("queries are embedded with torch: %s", exc)
             return None
 
+    def query_lanes(self) -> int:
+        """How many question embeddings may run at once to advantage: ONNX Runtime's runs of `query_threads`
+        threads release the GIL, so one per that many cores of half the machine (the other half is left to
+        the server's own Python and a local engine); torch's batch already takes every core (one)."""
+        if self.query_encoder is None:
+            return 1
+        return max(1, (os.cpu_count() or 1) // (2 * max(1, self.query_threads)))
+
     def embed_queries(self, queries: list[str]) -> np.ndarray:
         """Embed questions (few, short texts) on the low-latency path; same vectors as `embed`, to ~1e-3."""
         if not queries:

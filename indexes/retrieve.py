@@ -26,6 +26,7 @@ from indexes.location import Located, Location
 from indexes.store import ChunkRecord, Store, StoreError
 
 WORD = re.compile(r"\w+", re.UNICODE)
+DENSE_WORKERS = 64  # searches whose question embedding and FAISS half run at once (the rest queue)
 Fusion = Literal["linear", "rrf", "dense", "bm25"]
 __all__ = ["Candidates", "Hit", "Retriever", "fts_query", "rrf", "snippet_of"]
 
@@ -158,7 +159,9 @@ class Retriever:
         self.merge_adjacent = merge_adjacent  # adjacent chunks of one document shown as one hit
         self.code_terms = code_terms  # identifiers in a question searched whole and by their parts
         self.prior = prior or PathPrior()
-        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="embed-query") if parallel else None
+        # The dense halves of concurrent searches: enough threads that a burst of questions all reach the
+        # embedder, which decides how many run at once (four threads held 16 questions to four at a time).
+        self._pool = ThreadPoolExecutor(max_workers=DENSE_WORKERS, thread_name_prefix="embed-query") if parallel else None
         self.embedder_for = embedder_for  # a collection's recorded embedder name -> that embedder (or None)
         self._embedders: dict[str, Any] = {}
 

@@ -1,9 +1,12 @@
-"""Questions that arrive together are embedded together: one forward pass instead of one per question.
+"""Questions that arrive together are embedded together, on as many cores as help.
 
-Sixteen concurrent questions embedded one by one make sixteen small forward passes fight over the CPU
-(~5x slower than one batch of sixteen, measured with MiniLM on two cores), which delays every answer's
-first token. Here the first caller embeds what is waiting; callers that arrive meanwhile queue, and
-the next batch takes them all as soon as the running one ends. A lone question never waits.
+Sixteen concurrent questions embedded with torch one by one make sixteen small forward passes fight over
+the CPU (~5x slower than one batch of sixteen, measured with MiniLM on two cores): there one batch runs
+at a time, and the questions that arrive meanwhile make the next. ONNX Runtime's one-thread runs gain
+nothing from batching (2 ms a question either way, one or sixteen) but release the GIL, so there a
+batch runs on each of several lanes at once (the embedder's `query_lanes`: its cores per question's
+threads); with one lane the 16 questions of a burst waited ~200 ms for their turn on a 16-core machine
+(docs/benchmarks.md). A lone question never waits.
 """
 
 from __future__ import annotations
@@ -15,48 +18,67 @@ import numpy as np
 
 
 class _Waiter:
-    __slots__ = ("query", "ready", "lead", "vector", "error")
+    __slots__ = ("query", "done", "vector", "error")
 
     def __init__(self, query: str) -> None:
         self.query = query
-        self.ready = threading.Event()
-        self.lead = False
+        self.done = False
         self.vector: np.ndarray | None = None
         self.error: BaseException | None = None
 
 
 class BatchingEmbedder:
-    """An Embedder whose `embed_query` batches concurrent calls; everything else is the embedder's own."""
+    """An Embedder whose `embed_query` batches concurrent calls over `lanes` batches at a time (None: the
+    embedder's `query_lanes()`, asked at the first question); everything else is the embedder's own."""
 
-    def __init__(self, embedder: Any, max_batch: int = 64) -> None:
+    def __init__(self, embedder: Any, max_batch: int = 64, lanes: int | None = None) -> None:
         self._embedder = embedder
         self.max_batch = max_batch
-        self._lock = threading.Lock()
+        self._lanes = lanes
+        self._cond = threading.Condition()
         self._pending: list[_Waiter] = []
-        self._busy = False
+        self._running = 0
         self.batches = 0  # forward passes run, for tests and status
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._embedder, name)
 
+    @property
+    def lanes(self) -> int:
+        if self._lanes is None:
+            ask = getattr(self._embedder, "query_lanes", None)
+            self._lanes = max(1, int(ask())) if callable(ask) else 1
+        return self._lanes
+
     def embed_query(self, query: str) -> np.ndarray:
         me = _Waiter(query)
-        with self._lock:
+        lanes = self.lanes
+        with self._cond:
             self._pending.append(me)
-            if not self._busy:
-                self._busy = me.lead = True
-        if not me.lead:
-            me.ready.wait()
-        if me.lead:
-            self._run_batch()
+            # Whoever waits runs the oldest questions' batch when a lane is free: its own is among them,
+            # unless a batch already running holds it.
+            while not me.done:
+                if self._running < lanes and self._pending:
+                    batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
+                    self._running += 1
+                    self._cond.release()
+                    try:
+                        self._run_batch(batch)
+                    finally:
+                        self._cond.acquire()
+                        self._running -= 1
+                        self.batches += 1
+                        for w in batch:
+                            w.done = True
+                        self._cond.notify_all()
+                else:
+                    self._cond.wait()
         if me.error is not None:
             raise me.error
         assert me.vector is not None
         return me.vector
 
-    def _run_batch(self) -> None:
-        with self._lock:
-            batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
+    def _run_batch(self, batch: list[_Waiter]) -> None:
         try:
             vectors = self._embedder.embed_queries([w.query for w in batch])
             for w, v in zip(batch, vectors):
@@ -64,14 +86,3 @@ class BatchingEmbedder:
         except BaseException as exc:  # every caller of this batch sees the failure
             for w in batch:
                 w.error = exc
-        self.batches += 1
-        with self._lock:
-            if self._pending:  # the first one waiting leads the next batch
-                nxt = self._pending[0]
-                nxt.lead = True
-                nxt.ready.set()
-            else:
-                self._busy = False
-        for w in batch:
-            w.lead = False
-            w.ready.set()
