@@ -210,10 +210,9 @@ LLAMA_SERVER_MAX_SLOTS = 64  # past this, one more slot adds little to a GPU's a
 def llama_server_threads(cpus: int) -> int:
     """llama-server's CPU threads (-t) when every layer is on the GPUs: a quarter of the cores, 1 to 4.
 
-    Its CPU threads then only sample and schedule, and llama.cpp's default (a thread per core, spinning
-    while they wait for work) takes the cores the server's retrieval and streaming need: on an H200 with
-    16 cores the managed engine at its default answered slower through the server than straight
-    (docs/benchmarks.md, runs 9-11)."""
+    Its CPU threads then only sample and schedule; llama.cpp's default (a thread per core) would compete
+    for every core with the server's retrieval and streaming on the same machine. The hand-started
+    engine of docs/benchmarks.md ran with `-t 4` on 16 cores (runs 4-8), the managed one too (runs 12-14)."""
     return max(1, min(4, cpus // 4))
 
 
