@@ -52,8 +52,8 @@ class BatchingEmbedder:
 
     def embed_query(self, query: str) -> np.ndarray:
         me = _Waiter(query)
-        lanes = self.lanes
         with self._cond:
+            lanes = self.lanes  # asked under the lock: the first question builds the encoder once
             self._pending.append(me)
             # Whoever waits runs the oldest questions' batch when a lane is free: its own is among them,
             # unless a batch already running holds it.
