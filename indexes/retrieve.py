@@ -9,6 +9,7 @@ Defaults are the ones measured best on SciFact train by `assistant eval retrieva
 from __future__ import annotations
 
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -26,7 +27,7 @@ from indexes.location import Located, Location
 from indexes.store import ChunkRecord, Store, StoreError
 
 WORD = re.compile(r"\w+", re.UNICODE)
-DENSE_WORKERS = 64  # searches whose question embedding and FAISS half run at once (the rest queue)
+MIN_DENSE_WORKERS = 4  # searches whose question embedding and FAISS half run at once, at least
 Fusion = Literal["linear", "rrf", "dense", "bm25"]
 __all__ = ["Candidates", "Hit", "Retriever", "fts_query", "rrf", "snippet_of"]
 
@@ -159,9 +160,9 @@ class Retriever:
         self.merge_adjacent = merge_adjacent  # adjacent chunks of one document shown as one hit
         self.code_terms = code_terms  # identifiers in a question searched whole and by their parts
         self.prior = prior or PathPrior()
-        # The dense halves of concurrent searches: enough threads that a burst of questions all reach the
-        # embedder, which decides how many run at once (four threads held 16 questions to four at a time).
-        self._pool = ThreadPoolExecutor(max_workers=DENSE_WORKERS, thread_name_prefix="embed-query") if parallel else None
+        self.parallel = parallel
+        self._pool: ThreadPoolExecutor | None = None  # made at the first search (dense_pool)
+        self._pool_lock = threading.Lock()
         self.embedder_for = embedder_for  # a collection's recorded embedder name -> that embedder (or None)
         self._embedders: dict[str, Any] = {}
 
@@ -174,6 +175,23 @@ class Retriever:
         if name not in self._embedders:
             self._embedders[name] = self.embedder_for(name) or self.embedder
         return self._embedders[name]
+
+    def dense_pool(self) -> ThreadPoolExecutor | None:
+        """The threads that run searches' dense halves beside their BM25 halves (None: not `parallel`).
+
+        Four, or two per lane where the question embedder runs several batches at once (its `lanes`,
+        answers/question_embedding.py): with four, a burst of 16 questions reached a many-core embedder
+        four at a time; more threads than the lanes keep busy only contend for the GIL (on two cores, 64
+        made a burst of 16 slower: ~95 ms a search against ~65). Made at the first search, when the
+        embedder knows its lanes."""
+        if not self.parallel:
+            return None
+        with self._pool_lock:
+            if self._pool is None:
+                lanes = getattr(self.embedder, "lanes", 1)
+                workers = max(MIN_DENSE_WORKERS, 2 * lanes if isinstance(lanes, int) else 0)
+                self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="embed-query")
+            return self._pool
 
     # --- the stages ---------------------------------------------------------------------------
 
@@ -219,8 +237,9 @@ class Retriever:
         # FAISS release the GIL, so on two cores a search takes the longer half, not their sum.
         dense_colls = [c for c in colls if c.dim]
         dense_job = None
-        if dense_colls and self._pool is not None:
-            dense_job = self._pool.submit(self._dense, query, dense_colls, n, flt, with_meta)
+        pool = self.dense_pool() if dense_colls else None
+        if pool is not None:
+            dense_job = pool.submit(self._dense, query, dense_colls, n, flt, with_meta)
         lexical = self._lexical(colls, query, n, flt)
         out.lexical = [cid for cid, _ in lexical.top]
         lexical_vecs: dict[int, np.ndarray] = {}

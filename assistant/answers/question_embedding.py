@@ -4,9 +4,10 @@ Sixteen concurrent questions embedded with torch one by one make sixteen small f
 the CPU (~5x slower than one batch of sixteen, measured with MiniLM on two cores): there one batch runs
 at a time, and the questions that arrive meanwhile make the next. ONNX Runtime's one-thread runs gain
 nothing from batching (2 ms a question either way, one or sixteen) but release the GIL, so there a
-batch runs on each of several lanes at once (the embedder's `query_lanes`: its cores per question's
-threads); with one lane the 16 questions of a burst waited ~200 ms for their turn on a 16-core machine
-(docs/benchmarks.md). A lone question never waits.
+batch runs on each of several lanes at once (the embedder's `query_lanes`: half its cores per
+question's threads). With one lane (and four search threads) a burst of 16 searches took ~200 ms p50 on a
+16-core machine, about 10 ms a question one after another (docs/benchmarks.md, runs 12-14). A lone
+question never waits.
 """
 
 from __future__ import annotations

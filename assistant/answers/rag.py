@@ -167,7 +167,7 @@ class PreparedAnswer:
     started: float  # perf_counter() when the question arrived
     retrieve_ms: float
     sent: float = 0.0  # perf_counter() when the request went to the backend
-    prompt_ms: float | None = None  # building the prompt (token counts included), after retrieval
+    prompt_ms: float | None = None  # after retrieval: the prompt (its token counts) and the absent-word check
     error: BaseException | None = None
     question: str = ""  # its language is the language of a replaced answer
     replace_unsupported: bool = False

@@ -114,3 +114,18 @@ def test_a_snippet_starts_at_what_the_section_says_not_its_headings(store, embed
     hits = {h.text: h for h in Retriever(store, embedder).search("steep green tea brewing", "guide", k=2)}
     assert hits[texts[0]].snippet == "Steep green tea for two minutes at eighty degrees."
     assert hits["Brewing"].snippet == "Brewing"  # a chunk that is only its heading keeps it
+
+
+def test_the_dense_halves_get_two_threads_per_lane_of_the_question_embedder(retriever, store, embedder):
+    assert retriever.dense_pool()._max_workers == 4, "an embedder that runs one batch at a time: four threads"
+
+    class EightLanes:  # a question embedder that runs eight batches at once (answers/question_embedding.py)
+        lanes = 8
+
+        def __getattr__(self, name):
+            return getattr(embedder, name)
+
+    wide = Retriever(store, EightLanes())
+    assert wide.search("how far ahead should I book a flight?", "docs", k=1)[0].path == "travel/booking.md"
+    assert wide.dense_pool()._max_workers == 16
+    assert Retriever(store, embedder, parallel=False).dense_pool() is None
