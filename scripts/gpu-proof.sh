@@ -213,6 +213,7 @@ PYEOF
 
 engine_build() {  # the product's build command, from the pack's source, in the background of the transfers
   mkdir -p "$WORK"; rm -f "$WORK/.engine-done" "$WORK/.engine-failed"
+  cd "$WORK"  # not a checkout: from one, `python -m` would mix the checkout's modules with the installed product's
   [[ -n $ARCH ]] || ARCH=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '. ')
   export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} XDG_CACHE_HOME=$WORK/cache
   if "$PY" -m assistant.cli engine build llama-server --cuda-arch "$ARCH" --source "$PACK/llama.cpp.tar.gz" --jobs "$JOBS" \
