@@ -25,7 +25,8 @@ pytestmark = [
 
 
 def scans(*names: str) -> list[dict]:
-    return [{"name": n, "mimeType": "image/png", "buffer": (FIXTURES / n).read_bytes()} for n in names]
+    kinds = {".png": "image/png", ".pdf": "application/pdf"}
+    return [{"name": n, "mimeType": kinds[Path(n).suffix], "buffer": (FIXTURES / n).read_bytes()} for n in names]
 
 
 @pytest.mark.parametrize("lang, reading", [("en", "Reading text in images (OCR): "), ("zh", "正在识别图片中的文字（OCR）：")])
@@ -36,10 +37,12 @@ def test_the_job_card_says_when_a_files_text_is_read_from_images(page, lang, rea
         page.evaluate(f"localStorage.setItem('rag.lang', 'zh'); localStorage.setItem('rag.documents.collection', '{name}')")
         page.reload()
         expect(page.locator("#collection-title")).to_have_text(name)
-    page.set_input_files("#pick-files", files=scans("scan-en.png", "scan-zh.png"))
+    # Four scans, two of them PDFs to render first: the reading lasts a few of the page's 1 s polls even
+    # on a fast machine (two small PNGs were once read between two polls).
+    page.set_input_files("#pick-files", files=scans("scan-en.png", "scan-zh.png", "scan-en.pdf", "scan-zh.pdf"))
     ocr = page.locator(".job").first.locator(".job-ocr")
     expect(ocr).to_contain_text(reading, timeout=JOB_TIMEOUT_MS)
     expect(ocr).to_contain_text("scan-")
     card = job_card(page)
-    expect(card.locator(".job-facts")).to_have_text("2 ingested" if lang == "en" else "已导入 2 个")
+    expect(card.locator(".job-facts")).to_have_text("4 ingested" if lang == "en" else "已导入 4 个")
     expect(card.locator(".job-ocr")).to_have_count(0)  # done: nothing is being read any more

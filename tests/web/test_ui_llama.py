@@ -59,7 +59,9 @@ def test_stop_and_escape_cancel_the_generation_on_the_server(llama_page, llama_w
     expect(page.locator("#ask")).to_be_enabled()
     wait_until(lambda: in_flight(llama_web), accept=lambda n: n == 0, timeout=20, what="the server ending the answer")
 
-    start_answer(page, "List every tool a bicycle mechanic uses, one per line.")
+    # A question the documents answer at length: one they do not answer is answered in a few tokens, which
+    # a loaded machine can finish before the key reaches the page.
+    start_answer(page, "List every step of feeding the starter and baking the bread, one per line.")
     page.press("#question", "Escape")
     expect(page.locator(".turn-note")).to_have_count(2)
     wait_until(lambda: in_flight(llama_web), accept=lambda n: n == 0, timeout=20, what="the server ending the answer")
