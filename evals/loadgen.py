@@ -39,6 +39,7 @@ class Result:
     engine_tokens: int | None = None  # the engine's own count of the tokens it generated, where it says
     retrieve_ms: float | None = None  # the server's own account (`done` timings), for /api/ask only
     prompt_ms: float | None = None
+    early_count_ms: float | None = None  # a prompt sent before it was counted: its count, beside the engine
     check_ms: float | None = None  # the answer's check, after its last token and before `done`
     server_first_token_ms: float | None = None
     backend_first_token_ms: float | None = None  # the engine's part of the TTFT, as the server saw it
@@ -92,6 +93,7 @@ async def ask_server(client: httpx.AsyncClient, url: str, body: dict[str, Any]) 
                         timings = data.get("timings") or {}
                         watch.result.retrieve_ms = timings.get("retrieve_ms")
                         watch.result.prompt_ms = timings.get("prompt_ms")
+                        watch.result.early_count_ms = timings.get("early_count_ms")
                         watch.result.check_ms = timings.get("check_ms")
                         watch.result.server_first_token_ms = timings.get("first_token_ms")
                         watch.result.backend_first_token_ms = timings.get("backend_first_token_ms")
@@ -194,6 +196,7 @@ def summarize(results: list[Result], wall_s: float, client_cpu_s: float, server_
     gaps = [g for r in ok for g in r.gaps_s]
     retrieve = [r.retrieve_ms / 1000 for r in ok if r.retrieve_ms is not None]
     prompt = [r.prompt_ms / 1000 for r in ok if r.prompt_ms is not None]
+    early = [r.early_count_ms / 1000 for r in ok if r.early_count_ms is not None]
     check = [r.check_ms / 1000 for r in ok if r.check_ms is not None]
     server_ttft = [r.server_first_token_ms / 1000 for r in ok if r.server_first_token_ms is not None]
     # What the server adds to each request's TTFT, the engine's own wait taken out: retrieval, the prompt,
@@ -216,6 +219,7 @@ def summarize(results: list[Result], wall_s: float, client_cpu_s: float, server_
         "itl_ms_p99": pct(gaps, 99),
         **({"retrieve_ms_p50": pct(retrieve, 50)} if retrieve else {}),
         **({"prompt_ms_p50": pct(prompt, 50)} if prompt else {}),
+        **({"early_count_ms_p50": pct(early, 50), "early_sent": len(early)} if early else {}),
         **({"check_ms_p50": pct(check, 50)} if check else {}),
         **({"server_first_token_ms_p50": pct(server_ttft, 50)} if server_ttft else {}),
         **({"server_overhead_ms_p50": pct(overhead, 50), "server_overhead_ms_p99": pct(overhead, 99)} if overhead else {}),

@@ -265,6 +265,7 @@ for name in models:
                           "overhead_ms_p50": [lv["ours"].get("server_overhead_ms_p50") for lv in lvs],
                           "retrieve_ms_p50": [lv["ours"].get("retrieve_ms_p50") for lv in lvs],
                           "prompt_ms_p50": [lv["ours"].get("prompt_ms_p50") for lv in lvs],
+                          "early_count_ms_p50": [lv["ours"].get("early_count_ms_p50") for lv in lvs],
                           "check_ms_p50": [lv["ours"].get("check_ms_p50") for lv in lvs],
                           "ours_tok_s": [lv["ours"]["tok_s"] for lv in lvs], "direct_tok_s": [lv["direct"]["tok_s"] for lv in lvs],
                           "engine_peak_running": [lv["ours"]["engine"]["peak_running"] for lv in lvs]}

@@ -78,16 +78,19 @@ class TokenCounter(Protocol):
 
     def count_tokens(self, messages: list[Message]) -> int: ...
 
+    def likely_tokens(self, messages: list[Message]) -> int | None: ...
+
 
 @dataclass
 class Prompt:
     messages: list[Message]
     sources_used: list[Hit]  # source n of the prompt is sources_used[n - 1]
-    prompt_tokens: int  # exact, as the backend counts them
+    prompt_tokens: int  # exact, as the backend counts them (a guess while `counted` is false)
     stop: list[str] = field(default_factory=list)
     budget: int = 0  # the most prompt tokens allowed
     truncated: bool = False  # the last source was cut to fit
     history_used: int = 0  # history messages kept (the most recent ones)
+    counted: bool = True  # false: an early prompt (early_prompt), to be counted beside its answer
 
 
 def prompt_location(path: str, where: Location) -> str:
@@ -216,6 +219,30 @@ def build_prompt(
             truncated = True
     exact = counted[lo] if not truncated and lo in counted else count(render(style, blocks, kept, question))
     return _prompt(style, blocks, used, kept, question, exact, budget, truncated)
+
+
+def early_prompt(
+    question: str,
+    hits: list[Hit],
+    backend: TokenCounter,
+    max_answer_tokens: int,
+    margin: int,
+    history: list[dict] | None = None,
+) -> Prompt | None:
+    """Every hit, not yet counted, when the backend's earlier counts say it fits with room to spare
+    (`likely_tokens`), else None. Where an exact count is a trip to the engine, such a prompt can be
+    sent at once and counted beside the engine's prefill (answers/early_send.py). Only the usual case:
+    no history, and sources to send."""
+    if not hits or clean_history(history):
+        return None
+    style = backend.prompt_style
+    budget = backend.context_window - max_answer_tokens - margin
+    messages = render(style, [source_block(n, hit) for n, hit in enumerate(hits, start=1)], [], question)
+    likely = backend.likely_tokens(messages)
+    if likely is None or likely > budget:
+        return None
+    return Prompt(messages=messages, sources_used=list(hits), prompt_tokens=likely,
+                  stop=list(COMPLETION_STOP) if style == "completion" else [], budget=budget, counted=False)
 
 
 def whole_prompt(

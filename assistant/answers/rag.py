@@ -34,6 +34,13 @@ was sent, so that an HTTP route can answer 429 with Retry-After instead of openi
 event exists; the HTTP route calls `prepare()` itself and starts its response at once, so the engine's
 first token leaves as one more chunk of a stream already open. (A remote server that answers 429 while
 streaming gives an `error` event, code "busy".)
+
+The backend's request leaves as soon as the prompt is built (answers/early_send.py), before the route
+writes anything. Where an exact count is a trip to the engine and the counts so far say that every
+source fits with room to spare, the prompt is sent before it is counted and the count runs beside the
+engine's prefill: `retrieved` waits for it, and a prompt it finds too long is sent again, built to fit.
+`timings.prompt_ms` is the time from retrieval to the request, `timings.early_count_ms` such a count
+(None when the prompt was counted before it was sent).
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, AsyncIterator
 
 import anyio
@@ -54,7 +62,8 @@ from assistant.backends.model_choice import runs_packaged_model
 from assistant.answers.citations import CitationFilter, cited_numbers
 from assistant.answers.document_question import document_prompt
 from assistant.answers.support import NOT_IN_DOCUMENTS, AnswerCheck, attribute, check_answer, language_of
-from assistant.answers.prompts import Prompt, PromptTooLong, build_prompt, sources_shown
+from assistant.answers.early_send import Started, counted_beside
+from assistant.answers.prompts import Prompt, PromptTooLong, build_prompt, early_prompt, sources_shown
 from assistant.security.redaction import redact_text
 from assistant.settings import Settings
 from assistant.answers.source_view import hit_to_source, support_dict
@@ -167,8 +176,11 @@ class PreparedAnswer:
     started: float  # perf_counter() when the question arrived
     retrieve_ms: float
     sent: float = 0.0  # perf_counter() when the request went to the backend
-    prompt_ms: float | None = None  # after retrieval: the prompt (its token counts) and the absent-word check
+    prompt_ms: float | None = None  # after retrieval, until sent: the prompt (its counts) and the absent-word check
     error: BaseException | None = None
+    params: GenParams | None = None
+    rebuild: Any = None  # builds the prompt that fits, should an early prompt (not yet counted) not fit
+    early_count_ms: float | None = None  # an early prompt's count, made beside the engine's prefill
     question: str = ""  # its language is the language of a replaced answer
     replace_unsupported: bool = False
     done_fields: dict = field(default_factory=dict)  # what `done` also says (a question about one document)
@@ -178,6 +190,17 @@ class PreparedAnswer:
         if self.error is not None or self.prompt is None:
             yield error_event(self.error or RuntimeError("no prompt"))
             return
+        if not self.prompt.counted:
+            counting = time.perf_counter()
+            try:
+                self.prompt, self.stream = await counted_beside(
+                    self.stream, self.prompt, self.backend.count_tokens, self.rebuild,
+                    lambda fitted: self.backend.stream(fitted.messages, self.params))
+            except Exception as exc:
+                await self.aclose()
+                yield error_event(exc)
+                return
+            self.early_count_ms = (time.perf_counter() - counting) * 1000
         prompt = self.prompt
         citations = CitationFilter(len(prompt.sources_used))
         pieces: list[str] = []
@@ -223,6 +246,7 @@ class PreparedAnswer:
         done["timings"] = {
             "retrieve_ms": round(self.retrieve_ms, 1),
             "prompt_ms": round(self.prompt_ms, 1) if self.prompt_ms is not None else None,
+            "early_count_ms": round(self.early_count_ms, 1) if self.early_count_ms is not None else None,
             "first_token_ms": round(first_token_ms, 1) if first_token_ms is not None else None,
             "backend_first_token_ms": round(engine_first_ms, 1) if engine_first_ms is not None else None,
             "check_ms": round(check_ms, 1),
@@ -273,7 +297,7 @@ async def prepare(
 
     done_fields: dict = {}
 
-    def retrieve_and_build() -> tuple[float, float | None, Prompt]:
+    def retrieve_and_build() -> tuple[float, float | None, Prompt, Any]:
         # One worker-thread trip for both: under a burst of questions every trip back to the event
         # loop waits behind the others' work. Tokenizing is CPU work, or HTTP for remote servers.
         if document is not None:
@@ -281,31 +305,35 @@ async def prepare(
                                      max_answer_tokens=gen.max_tokens, margin=gen.margin_tokens,
                                      k=k or settings.retrieval.k, history=history, query=query)
             done_fields.update(scoped.done_fields(document, backend))
-            return (time.perf_counter() - started) * 1000, None, scoped.prompt  # retrieval and prompt in one
+            return (time.perf_counter() - started) * 1000, None, scoped.prompt, None  # retrieval and prompt in one
         hits = retriever.search(query or question, collections, k or settings.retrieval.k, filters=filters)
         retrieved = time.perf_counter()
-        prompt = build_prompt(question, hits, backend, gen.max_tokens, gen.margin_tokens, history)
+        fitted = partial(build_prompt, question, hits, backend, gen.max_tokens, gen.margin_tokens, history)
+        prompt = early_prompt(question, hits, backend, gen.max_tokens, gen.margin_tokens, history) or fitted()
         if abstains_on_absent_words(settings):
             texts, places = sources_shown(prompt.sources_used)
             absent = absent_words(query or question, [*texts.values(), *places.values()],
                                   lambda words, share: retriever.term_counts(words, collections, share))
             if absent:
                 done_fields["absent_words"] = absent
-        return (retrieved - started) * 1000, (time.perf_counter() - retrieved) * 1000, prompt
+        return (retrieved - started) * 1000, (time.perf_counter() - retrieved) * 1000, prompt, fitted
 
     try:
-        retrieve_ms, prompt_ms, prompt = await anyio.to_thread.run_sync(retrieve_and_build)
+        retrieve_ms, prompt_ms, prompt, fitted = await anyio.to_thread.run_sync(retrieve_and_build)
         params = GenParams(max_tokens=gen.max_tokens, temperature=gen.temperature, stop=prompt.stop)
         sent = time.perf_counter()
         if "absent_words" in done_fields:  # the documents never use a word of the question: no model is asked
             stream = Statement(not_in_documents(language_of(question), done_fields["absent_words"]))
         else:
-            stream = backend.stream(prompt.messages, params)
+            stream = Started(backend.stream(prompt.messages, params))  # on its way while the route replies
     except BackendBusy:
         raise
     except Exception as exc:
         return PreparedAnswer(backend, None, None, started, 0.0, error=exc)
-    return PreparedAnswer(backend, prompt, stream, started, retrieve_ms, sent, prompt_ms, question=question,
+    if not isinstance(stream, Started):
+        prompt.counted = True  # no model reads it: the statement needs no count
+    return PreparedAnswer(backend, prompt, stream, started, retrieve_ms, sent, prompt_ms, params=params,
+                          rebuild=fitted, question=question,
                           replace_unsupported=replaces_unsupported(settings), done_fields=done_fields)
 
 

@@ -53,6 +53,11 @@ class Backend(Protocol):
         """Exact prompt tokens for these messages, as the backend will render them."""
         ...
 
+    def likely_tokens(self, messages: list[Message]) -> int | None:
+        """A cautious guess from the exact counts made so far, where an exact count is a trip to a server
+        (the prompt may then be sent first and counted beside the engine's prefill); else None."""
+        ...
+
     def stream(self, messages: list[Message], params: GenParams) -> AsyncIterator[str]:
         """Text pieces of the answer as they are generated; closing the iterator aborts the request."""
         ...

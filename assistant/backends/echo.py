@@ -54,6 +54,9 @@ class EchoBackend:
         """Four tokens of framing per message plus `echo_tokens` of its content, and two to start the answer."""
         return sum(4 + echo_tokens(m["content"]) for m in messages) + 2
 
+    def likely_tokens(self, messages: list[Message]) -> int | None:
+        return None  # counting is local and cheap
+
     def reply_for(self, messages: list[Message]) -> str | None:
         """The fixed reply to the question the last user message asks (as all of it, or after "Question: ")."""
         users = [m["content"] for m in messages if m["role"] == "user"]

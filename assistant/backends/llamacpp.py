@@ -107,6 +107,9 @@ class LlamaCppBackend:
     def count_tokens(self, messages: list[Message]) -> int:
         return len(self.render(messages)[0])
 
+    def likely_tokens(self, messages: list[Message]) -> int | None:
+        return None  # counted in this process, and one answer runs at a time anyway
+
     @property
     def queued(self) -> int:
         """Requests admitted: the running one and those waiting."""

@@ -72,6 +72,9 @@ class ManagedServerBackend:
     def count_tokens(self, messages: list[Message]) -> int:
         return self.client.count_tokens(messages)
 
+    def likely_tokens(self, messages: list[Message]) -> int | None:
+        return self.client.likely_tokens(messages)
+
     # --- generation ----------------------------------------------------------------------------
 
     def _not_ready(self) -> BackendError:

@@ -72,6 +72,9 @@ class OpenAIBackend:
         """Exact when the server has a tokenize endpoint that fits the prompt style, else estimated."""
         return self.server.count_tokens(messages)
 
+    def likely_tokens(self, messages: list[Message]) -> int | None:
+        return self.server.likely_tokens(messages)
+
     # --- generation -----------------------------------------------------------------------------
 
     async def _open(self, replica: Replica, messages: list[Message], params: GenParams) -> Any:

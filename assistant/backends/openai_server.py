@@ -33,11 +33,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 REDISCOVER_S = 5.0  # after a failed /v1/models, wait this long before asking again
 HEALTH_TIMEOUT_S = 5.0
+LIKELY_SLACK = 1.1  # likely_tokens: a tenth more than the densest prompt counted so far
 
 
 def estimate_tokens(messages: list[Message]) -> int:
     """An upper-leaning guess for servers that cannot count: 1 token per 3 UTF-8 bytes + framing."""
     return sum(math.ceil(len(m["content"].encode("utf-8")) / 3) + 8 for m in messages) + 8
+
+
+def content_bytes(messages: list[Message]) -> int:
+    return sum(len(m["content"].encode("utf-8")) for m in messages)
 
 
 def base_urls(cfg: "OpenAISettings") -> list[str]:
@@ -109,6 +114,7 @@ class OpenAIServer:
         self._context_probed = False  # asked the server's own endpoints for its window (once)
         self._probed_window: int | None = None
         self._probe_lock = threading.Lock()
+        self._tokens_per_byte = 0.0  # the most seen in an exact count (template included); 0 before one
 
     @property
     def tokenize_route(self) -> str | None:
@@ -212,9 +218,17 @@ class OpenAIServer:
                 return estimate_tokens(messages)
             if count is not None:
                 self._tokenize_route = route
+                self._tokens_per_byte = max(self._tokens_per_byte, count / max(content_bytes(messages), 1))
                 return count
         self._tokenize_route = "estimate"
         return estimate_tokens(messages)
+
+    def likely_tokens(self, messages: list[Message]) -> int | None:
+        """The prompt's size at the most tokens per byte any exact count found, plus a tenth; None before
+        an exact count. A guess, not a bound: a caller that sends on it counts exactly too."""
+        if not self._tokens_per_byte:
+            return None
+        return math.ceil(content_bytes(messages) * self._tokens_per_byte * LIKELY_SLACK)
 
     def _count_with(self, route: str, messages: list[Message]) -> int | None:
         """Ask the replicas in turn (an unreachable one is set aside); the first answer counts."""

@@ -82,7 +82,9 @@ async def test_prompt_counts_are_the_engines_own(engine, corpus, gguf_path):
     for style in ("completion", "chat"):
         backend = LlamaServerBackend(make_settings(data_dir, gguf_path, prompt_style=style), process=engine)
         try:
+            assert backend.likely_tokens(messages) is None, "no guess before an exact count"
             ours = backend.count_tokens(messages)
+            assert ours <= backend.likely_tokens(messages) <= ours * 1.1 + 1
             client = openai.OpenAI(base_url=backend.base_url, api_key="none")
             if style == "chat":
                 usage = client.chat.completions.create(model=ALIAS, messages=messages, max_tokens=1).usage
@@ -107,11 +109,15 @@ async def test_answers_through_api_ask_v1_and_mcp_with_the_slots_in_status(engin
             assert status["engine"]["slots"] == {"total": 16, "busy": 0, "idle": 16} and status["engine"]["state"] == "ready"
             assert str(gguf_path) not in json.dumps(status) and ".cache" not in json.dumps(status), "no server paths"
             events = await ask(client, url, "How many days before departure must flights be booked?")
+            again = await ask(client, url, "How many days before departure must flights be booked?")
         kinds = [k for k, _ in events]
         assert kinds[0] == "retrieved" and "token" in kinds and kinds[-2:] == ["sources", "done"], kinds
         done = events[-1][1]
         assert done["answer"] and done["model"] == ALIAS and done["completion_tokens"] > 0
         assert events[-2][1]["sources"][0]["path"] == "travel/booking.md"
+        # Once the engine has counted a prompt, the next goes out before its count, which runs beside it.
+        assert done["timings"]["early_count_ms"] is None and again[-1][1]["timings"]["early_count_ms"] > 0
+        assert again[-1][1]["prompt_tokens"] == done["prompt_tokens"] and again[-1][1]["completion_tokens"] > 0
 
         v1 = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="none")
         chat = await v1.chat.completions.create(model="rag:handbook", messages=[{"role": "user", "content": "Who books hotels?"}])
