@@ -260,6 +260,10 @@ class RetrievalSettings(BaseModel):
         2000, ge=0, description="most rows BM25 may score per query: the rarest query terms are kept within it (0 = no limit)"
     )
     drop_stopwords: bool = Field(True, description="leave English stop words out of the BM25 query")
+    searches_at_once: int = Field(
+        2, ge=1, le=64, description="searches run at once by this process; more wait their turn (more at once "
+        "only contend for Python's interpreter lock: a burst of 16 on 16 cores took 141 ms p50 against 3.7 ms alone)"
+    )
     lexical: Literal["auto", "copy", "postgres"] = Field(
         "auto", description="lexical search of a store on PostgreSQL: copy = each replica's FTS5 copy (lexical.db), "
         "postgres = PostgreSQL's full-text search (tsvector, ts_rank_cd, pg_trgm for CJK; needs database_url), "

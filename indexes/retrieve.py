@@ -27,7 +27,6 @@ from indexes.location import Located, Location
 from indexes.store import ChunkRecord, Store, StoreError
 
 WORD = re.compile(r"\w+", re.UNICODE)
-MIN_DENSE_WORKERS = 4  # searches whose question embedding and FAISS half run at once, at least
 Fusion = Literal["linear", "rrf", "dense", "bm25"]
 __all__ = ["Candidates", "Hit", "Retriever", "fts_query", "rrf", "snippet_of"]
 
@@ -143,6 +142,7 @@ class Retriever:
         merge_adjacent: bool = False,
         code_terms: bool = False,
         prior: PathPrior | None = None,
+        searches_at_once: int = 2,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -161,8 +161,14 @@ class Retriever:
         self.code_terms = code_terms  # identifiers in a question searched whole and by their parts
         self.prior = prior or PathPrior()
         self.parallel = parallel
-        self._pool: ThreadPoolExecutor | None = None  # made at the first search (dense_pool)
-        self._pool_lock = threading.Lock()
+        # Searches beyond `searches_at_once` wait their turn. Their work is mostly Python, so more at once
+        # in one process contend for the interpreter lock and every sqlite3/ONNX/FAISS call waits to get it
+        # back: on a 16-core host a burst of 16 searched all at once took 141 ms p50 (3.7 ms alone), and
+        # on two cores two at a time halved the p50 of bursts of 16 and 64 (docs/benchmarks.md).
+        self._turns = threading.BoundedSemaphore(max(1, searches_at_once))
+        # the dense halves (question embedding + FAISS) beside the BM25 halves: one thread per search at once
+        self.dense_pool = (ThreadPoolExecutor(max_workers=max(1, searches_at_once), thread_name_prefix="embed-query")
+                           if parallel else None)
         self.embedder_for = embedder_for  # a collection's recorded embedder name -> that embedder (or None)
         self._embedders: dict[str, Any] = {}
 
@@ -175,23 +181,6 @@ class Retriever:
         if name not in self._embedders:
             self._embedders[name] = self.embedder_for(name) or self.embedder
         return self._embedders[name]
-
-    def dense_pool(self) -> ThreadPoolExecutor | None:
-        """The threads that run searches' dense halves beside their BM25 halves (None: not `parallel`).
-
-        Four, or two per lane where the question embedder runs several batches at once (its `lanes`,
-        answers/question_embedding.py): with four, a burst of 16 questions reached a many-core embedder
-        four at a time; more threads than the lanes keep busy only contend for the GIL (on two cores, 64
-        made a burst of 16 slower: ~95 ms a search against ~65). Made at the first search, when the
-        embedder knows its lanes."""
-        if not self.parallel:
-            return None
-        with self._pool_lock:
-            if self._pool is None:
-                lanes = getattr(self.embedder, "lanes", 1)
-                workers = max(MIN_DENSE_WORKERS, 2 * lanes if isinstance(lanes, int) else 0)
-                self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="embed-query")
-            return self._pool
 
     # --- the stages ---------------------------------------------------------------------------
 
@@ -237,7 +226,7 @@ class Retriever:
         # FAISS release the GIL, so on two cores a search takes the longer half, not their sum.
         dense_colls = [c for c in colls if c.dim]
         dense_job = None
-        pool = self.dense_pool() if dense_colls else None
+        pool = self.dense_pool if dense_colls else None
         if pool is not None:
             dense_job = pool.submit(self._dense, query, dense_colls, n, flt, with_meta)
         lexical = self._lexical(colls, query, n, flt)
@@ -361,10 +350,16 @@ class Retriever:
         `filters` is a SearchFilters or a dict with any of `paths` (globs), `kinds` (file types),
         `modified_after`, `modified_before` (epoch seconds or ISO-8601). `per_document` overrides the
         configured cap of places per document (1 = one hit per file: file-level results).
+        Searches beyond `searches_at_once` wait here for their turn.
         """
         if not " ".join(query.split()) or k <= 0:
             self.collections(collections)  # still reject unknown collections
             return []
+        with self._turns:
+            return self._search(query, collections, k, filters, fusion, per_document)
+
+    def _search(self, query: str, collections: str | list[str], k: int, filters: SearchFilters | dict | None,
+                fusion: Fusion | None, per_document: int | None) -> list[Hit]:
         cap = self.per_document if per_document is None else per_document
         n = max(self.candidates_n, k)
         want_meta = bool(self.prior.active or cap or self.merge_adjacent)

@@ -1,5 +1,9 @@
 """Hybrid retrieval with the real embedder: dense + BM25 fused, hits carry where they came from."""
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from indexes.location import Location
@@ -116,16 +120,29 @@ def test_a_snippet_starts_at_what_the_section_says_not_its_headings(store, embed
     assert hits["Brewing"].snippet == "Brewing"  # a chunk that is only its heading keeps it
 
 
-def test_the_dense_halves_get_two_threads_per_lane_of_the_question_embedder(retriever, store, embedder):
-    assert retriever.dense_pool()._max_workers == 4, "an embedder that runs one batch at a time: four threads"
+def test_searches_beyond_those_allowed_at_once_wait_their_turn(retriever, store, embedder):
+    """Never more than `searches_at_once` searches inside at a time, and every caller gets its own results."""
+    inside, most, lock = [0], [0], threading.Lock()
 
-    class EightLanes:  # a question embedder that runs eight batches at once (answers/question_embedding.py)
-        lanes = 8
-
+    class Counting:  # the question embedder, counting the searches in their dense halves at once
         def __getattr__(self, name):
             return getattr(embedder, name)
 
-    wide = Retriever(store, EightLanes())
-    assert wide.search("how far ahead should I book a flight?", "docs", k=1)[0].path == "travel/booking.md"
-    assert wide.dense_pool()._max_workers == 16
-    assert Retriever(store, embedder, parallel=False).dense_pool() is None
+        def embed_query(self, query):
+            with lock:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+            try:
+                time.sleep(0.02)  # a slow embedding, so that the searches overlap if allowed to
+                return embedder.embed_query(query)
+            finally:
+                with lock:
+                    inside[0] -= 1
+
+    gated = Retriever(store, Counting(), searches_at_once=2)
+    questions = ["how far ahead should I book a flight?", "who approves hotels?"] * 6
+    with ThreadPoolExecutor(12) as ex:
+        found = list(ex.map(lambda q: gated.search(q, "docs", k=1)[0].path, questions))
+    assert most[0] == 2, most[0]
+    assert found == [retriever.search(q, "docs", k=1)[0].path for q in questions]
+    assert gated.dense_pool._max_workers == 2 and Retriever(store, embedder, parallel=False).dense_pool is None
