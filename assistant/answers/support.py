@@ -259,6 +259,7 @@ def units(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=1024)  # a claim is scored against every source
 def key_units(claim: str) -> frozenset[str]:
     """The claim's numbers and names: the units a supporting source must hold exactly (names as their
     first unit: `app.run` is `run`)."""
@@ -284,6 +285,7 @@ def file_name(token: str) -> str | None:
     return name if dot and name and extension in FILE_EXTENSIONS else None
 
 
+@lru_cache(maxsize=1024)
 def file_keys(claim: str) -> frozenset[str]:
     """The files a claim names, as key units (`src/flask/ctx.py` gives `ctx`)."""
     found = (file_name(m.group(0)) for m in TOKEN.finditer(plain(claim)) if m.group("word") is not None)
@@ -345,6 +347,12 @@ def _segments(source: str) -> tuple[tuple[int, int], ...]:
     return tuple(segments(source))
 
 
+@lru_cache(maxsize=256)
+def _segment_units(source: str) -> tuple[tuple[str, ...], ...]:
+    """The units of each segment, read once per source: an answer's every claim is scored against it."""
+    return tuple(units(source[s:e]) for s, e in _segments(source))
+
+
 # --- support -----------------------------------------------------------------------------------
 
 
@@ -368,7 +376,7 @@ def support(claim: str, source_text: str, place: str = "") -> Support:
     keys = key_units(claim) & claim_units
     segs = _segments(source_text)
     # Only the claim's units matter in a segment: small sets keep the window loop cheap.
-    all_units = [units(source_text[s:e]) for s, e in segs]
+    all_units = _segment_units(source_text)
     seg_units = [claim_units.intersection(u) for u in all_units]
     # A name the source holds anywhere counts in every window: a chunk names its subject once
     # (`def send_file(`), its sentences then speak of it without repeating it.
