@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 REDISCOVER_S = 5.0  # after a failed /v1/models, wait this long before asking again
 HEALTH_TIMEOUT_S = 5.0
 LIKELY_SLACK = 1.1  # likely_tokens: a tenth more than the densest prompt counted so far
+LIKELY_MIN_BYTES = 512  # a shorter prompt is mostly its template: its tokens per byte say nothing of sources
 
 
 def estimate_tokens(messages: list[Message]) -> int:
@@ -218,14 +219,17 @@ class OpenAIServer:
                 return estimate_tokens(messages)
             if count is not None:
                 self._tokenize_route = route
-                self._tokens_per_byte = max(self._tokens_per_byte, count / max(content_bytes(messages), 1))
+                size = content_bytes(messages)
+                if size >= LIKELY_MIN_BYTES:
+                    self._tokens_per_byte = max(self._tokens_per_byte, count / size)
                 return count
         self._tokenize_route = "estimate"
         return estimate_tokens(messages)
 
     def likely_tokens(self, messages: list[Message]) -> int | None:
-        """The prompt's size at the most tokens per byte any exact count found, plus a tenth; None before
-        an exact count. A guess, not a bound: a caller that sends on it counts exactly too."""
+        """The prompt's size at the most tokens per byte an exact count of a prompt of 512 bytes or more
+        found, plus a tenth; None before such a count. A guess, not a bound: a caller that sends on it
+        counts exactly too."""
         if not self._tokens_per_byte:
             return None
         return math.ceil(content_bytes(messages) * self._tokens_per_byte * LIKELY_SLACK)

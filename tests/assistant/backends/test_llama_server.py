@@ -77,12 +77,15 @@ def test_the_launch_gives_every_slot_its_context_and_the_engine_reports_it(engin
 
 async def test_prompt_counts_are_the_engines_own(engine, corpus, gguf_path):
     data_dir, _ = corpus
-    messages = [{"role": "system", "content": "Answer from the sources.\n\n[1] Travel — travel.md\nBook flights 14 days ahead."},
+    source = "Book flights 14 days ahead through the travel desk; hotels need your manager's approval. " * 6
+    messages = [{"role": "system", "content": f"Answer from the sources.\n\n[1] Travel — travel.md\n{source}"},
                 {"role": "user", "content": "When do I book?"}]  # fmt: skip
     for style in ("completion", "chat"):
         backend = LlamaServerBackend(make_settings(data_dir, gguf_path, prompt_style=style), process=engine)
         try:
             assert backend.likely_tokens(messages) is None, "no guess before an exact count"
+            backend.count_tokens([{"role": "user", "content": "Hi"}])
+            assert backend.likely_tokens(messages) is None, "nor from a prompt that is mostly its template"
             ours = backend.count_tokens(messages)
             assert ours <= backend.likely_tokens(messages) <= ours * 1.1 + 1
             client = openai.OpenAI(base_url=backend.base_url, api_key="none")
