@@ -4,7 +4,8 @@ For each size: write the chunks through the store (SQLite + FTS5, bulk transacti
 the vector index the way `save_vectors` does after an ingestion, then measure
 - p50 / p99 of `Retriever.search` (query embedding + FAISS + FTS5 + fusion + records), k = 10;
 - FAISS recall@10 of the approximate index against exact search, and its own latency, per nprobe;
-- cold start in a fresh process: open the store and load the saved index (no rebuild allowed).
+- cold start in a fresh process: open the store and load the saved index (no rebuild allowed);
+- with `--bursts`, searches that arrive together (b at once), as a server sees a burst of questions.
 Data goes to a temporary directory that is removed afterwards (unless `--keep DIR`, where a collection
 of the right size left by an earlier run is reused instead of rebuilt).
 """
@@ -18,8 +19,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -146,6 +149,29 @@ def latency(retriever: Retriever, texts: list[str], k: int = 10, warmup: int = 2
             "cpu_p50_ms": round(percentile(cpu, 50), 2), "cpu_p99_ms": round(percentile(cpu, 99), 2)}
 
 
+def burst_latency(retriever: Retriever, texts: list[str], bursts: list[int], rounds: int = 3, k: int = 10) -> list[dict]:
+    """Searches that arrive together, as a server sees a burst of questions: b threads, one search each,
+    released at once; p50 and max of each search's time, its wait for a turn included
+    (`retrieval.searches_at_once`)."""
+    out = []
+    for b in bursts:
+        times: list[float] = []
+        for r in range(rounds):
+            gate = threading.Barrier(b)
+
+            def one(q: str) -> float:
+                gate.wait()
+                t0 = time.perf_counter()
+                retriever.search(q, COLLECTION, k)
+                return (time.perf_counter() - t0) * 1000
+
+            with ThreadPoolExecutor(b) as pool:
+                times += list(pool.map(one, [texts[(r * b + i) % len(texts)] for i in range(b)]))
+        out.append({"searches": b, "rounds": rounds, "p50_ms": round(percentile(times, 50), 2),
+                    "max_ms": round(max(times), 2)})
+    return out
+
+
 COLD_START = """
 import json, sys, time
 t0 = time.perf_counter()
@@ -207,7 +233,8 @@ def disk_mb(path: Path) -> float:
 
 
 def bench_size(n: int, embedder: Embedder, config: RetrievalConfig, *, queries: int = 300,
-               work: Path, log: Callable[[str], None], nprobes: list[int], database_url: str = "") -> dict:
+               work: Path, log: Callable[[str], None], nprobes: list[int], database_url: str = "",
+               bursts: list[int] | None = None) -> dict:
     data_dir = work / f"n{n}"
     options = vector_options_from(config)
     corpus = SyntheticCorpus(n, embedder.dim, seed=n)
@@ -241,6 +268,9 @@ def bench_size(n: int, embedder: Embedder, config: RetrievalConfig, *, queries: 
         log("  measuring hybrid search latency")
         result["load_average_before"] = [round(x, 2) for x in os.getloadavg()]
         result["search"] = latency(retriever, texts)
+        if bursts:
+            log("  measuring bursts of searches at once")
+            result["bursts"] = burst_latency(retriever, texts, bursts)
         result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
         if database_url:
             result["postgres"] = postgres_latency(store, data_dir, database_url, config,
@@ -253,7 +283,7 @@ def bench_size(n: int, embedder: Embedder, config: RetrievalConfig, *, queries: 
 
 def run_bench(sizes: list[int], embedder: Embedder, config: RetrievalConfig, *,
               keep: Path | None = None, log: Callable[[str], None] = lambda m: None, nprobes: list[int] | None = None,
-              queries: int = 300, database_url: str = "") -> dict:
+              queries: int = 300, database_url: str = "", bursts: list[int] | None = None) -> dict:
     work = keep or Path(tempfile.mkdtemp(prefix="assistant-bench-", dir=os.environ.get("TMPDIR", "/tmp")))
     embedder.embed_query("warm up")
     out = {
@@ -267,7 +297,7 @@ def run_bench(sizes: list[int], embedder: Embedder, config: RetrievalConfig, *,
         for n in sizes:
             out["sizes"].append(bench_size(n, embedder, config, work=work, log=log, queries=queries,
                                            nprobes=nprobes or sorted({16, 32, config.ann_nprobe, 64}),
-                                           database_url=database_url))
+                                           database_url=database_url, bursts=bursts))
             if keep is None:
                 shutil.rmtree(work / f"n{n}", ignore_errors=True)
     finally:
@@ -287,15 +317,19 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     try:
         sizes = _sizes(args.chunks)
         nprobes = [int(x) for x in args.nprobe.split(",") if x.strip()] or None
+        bursts = [int(x) for x in args.bursts.split(",") if x.strip()]
+        if any(b < 1 or b > 256 for b in bursts):
+            raise ValueError("--bursts takes numbers of searches from 1 to 256")
     except ValueError as exc:
         print(f"assistant bench: {exc}", file=sys.stderr)
         return 2
     r = settings.retrieval
     log = (lambda m: print(m, file=sys.stderr, flush=True))
     result = run_bench(sizes, embedder_from(settings.embedder), r, keep=args.keep, log=log, nprobes=nprobes,
-                       queries=args.queries, database_url=settings.database_url)
+                       queries=args.queries, database_url=settings.database_url, bursts=bursts)
     result["settings"] = {"ann_threshold": r.ann_threshold, "ann_nprobe": r.ann_nprobe, "lexical_budget": r.lexical_budget,
-                          "fusion": r.fusion, "candidates": r.candidates, "lexical": r.lexical}
+                          "fusion": r.fusion, "candidates": r.candidates, "lexical": r.lexical,
+                          "searches_at_once": r.searches_at_once}
     if args.json:
         print(json.dumps(result))
         return 0
@@ -305,6 +339,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
               f"{ann['index']} recall@10 {ann['recall@10']}; cold start {cold['open_and_load_s']} s "
               f"(rebuilds {cold['rebuilds']}); build {s['build']['write_s']} s + index {s['build']['index_s']} s; "
               f"{s['disk_mb']} MiB")
+        if s.get("bursts"):
+            print(f"{'':>9}  bursts of {' / '.join(str(b['searches']) for b in s['bursts'])} searches at once: p50 "
+                  f"{' / '.join(str(b['p50_ms']) for b in s['bursts'])} ms ({r.searches_at_once} at a time)")
         if "postgres" in s:
             pg = s["postgres"]["search"]
             print(f"{'':>9}  on PostgreSQL: search p50 {pg['p50_ms']} ms, p99 {pg['p99_ms']} ms "

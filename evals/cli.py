@@ -73,6 +73,8 @@ def add_bench_retrieval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chunks", default="100000,1000000", help="comma-separated collection sizes (default 100000,1000000)")
     p.add_argument("--queries", type=int, default=300, help="timed queries per size (after 20 warm-up queries)")
     p.add_argument("--nprobe", default="", help="comma-separated IVF nprobe values for the recall table (default 16,32,setting,64)")
+    p.add_argument("--bursts", default="1,4,16,64", help="comma-separated numbers of searches started at once, three "
+                   "rounds each (default 1,4,16,64; empty: none)")
     p.add_argument("--keep", type=Path, help="write the collections here and keep them; a collection of the right size found there is reused "
                    "(default: a temporary directory, removed)")
     p.add_argument("--json", action="store_true", help="print one JSON object")

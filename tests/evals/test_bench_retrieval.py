@@ -17,13 +17,15 @@ def test_bench_has_pluggable_subcommands():
 def test_bench_rejects_tiny_sizes(capsys):
     assert main(["bench", "retrieval", "--chunks", "10"]) == 2
     assert "at least 1000" in capsys.readouterr().err
+    assert main(["bench", "retrieval", "--chunks", "1000", "--bursts", "0"]) == 2
+    assert "--bursts takes numbers of searches from 1 to 256" in capsys.readouterr().err
 
 
 @pytest.mark.slow
 def test_bench_retrieval_small(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("ASSISTANT_RETRIEVAL_ANN_THRESHOLD", "1000")
     keep = tmp_path / "bench"
-    code = main(["bench", "retrieval", "--chunks", "2000", "--queries", "20", "--nprobe", "4,64", "--json",
+    code = main(["bench", "retrieval", "--chunks", "2000", "--queries", "20", "--nprobe", "4,64", "--bursts", "1,4", "--json",
                  "--keep", str(keep), "--data-dir", str(tmp_path / "data")])
     assert code == 0
     out = json.loads(capsys.readouterr().out)
@@ -33,6 +35,8 @@ def test_bench_retrieval_small(tmp_path, monkeypatch, capsys):
     ann = size["ann"]
     assert ann["index"] == "ivf" and ann["vectors"] == 2000
     assert 0 < ann["by_nprobe"]["4"]["recall@10"] <= ann["by_nprobe"]["64"]["recall@10"] <= 1.0
+    assert [(b["searches"], b["rounds"]) for b in size["bursts"]] == [(1, 3), (4, 3)]
+    assert all(b["max_ms"] >= b["p50_ms"] > 0 for b in size["bursts"]) and out["settings"]["searches_at_once"] == 2
     cold = size["cold_start"]
     assert cold["rebuilds"] == 0 and cold["mapped"] and cold["index"] == "ivf"
     # A second run with the same --keep reuses the collection instead of building it again.
