@@ -36,7 +36,7 @@ from indexes.reading import DocumentRef, PassageChunk
 from indexes.retrieve import Hit, Retriever, snippet_of
 from indexes.store import Store
 
-from assistant.answers.prompts import Prompt, TokenCounter, build_prompt, whole_prompt
+from assistant.answers.prompts import Prompt, TokenCounter, build_prompt, prompt_budget, whole_prompt
 
 PART_CHUNKS = 4  # chunks merged into one numbered part at most: a citation names a few lines or a page
 MAX_CHARS_PER_TOKEN = 64  # past this many characters per budget token a document is not counted: it cannot fit
@@ -165,7 +165,7 @@ def document_prompt(
     """The whole document when its prompt fits, else the passages of it that `query` (else the question)
     retrieves. Raises PromptTooLong when not even the question fits."""
     parts = document_parts(retriever.store, doc, question)
-    budget = backend.context_window - max_answer_tokens - margin
+    budget = prompt_budget(backend, max_answer_tokens, margin)
     counted: int | None = None
     if sum(len(p.text) for p in parts) <= max(budget, 0) * MAX_CHARS_PER_TOKEN:
         prompt, counted = whole_prompt(question, parts, backend, max_answer_tokens, margin, history)

@@ -152,6 +152,16 @@ def clean_history(history: list[dict] | None) -> list[Message]:
     return out
 
 
+def prompt_budget(backend: TokenCounter, max_answer_tokens: int, margin: int) -> int:
+    """The most prompt tokens allowed: the window less the answer and the margin."""
+    return backend.context_window - max_answer_tokens - margin
+
+
+def stops(style: str) -> list[str]:
+    """The stop strings a prompt of this style is sent with (a completion prompt's; a chat has none)."""
+    return list(COMPLETION_STOP) if style == "completion" else []
+
+
 def build_prompt(
     question: str,
     hits: list[Hit],
@@ -166,7 +176,7 @@ def build_prompt(
     sources matter more than old turns). Raises PromptTooLong when the question alone does not fit.
     """
     style = backend.prompt_style
-    budget = backend.context_window - max_answer_tokens - margin
+    budget = prompt_budget(backend, max_answer_tokens, margin)
     count = backend.count_tokens
     turns = clean_history(history)
     whole = [source_block(n, hit) for n, hit in enumerate(hits, start=1)]
@@ -236,13 +246,13 @@ def early_prompt(
     if not hits or clean_history(history):
         return None
     style = backend.prompt_style
-    budget = backend.context_window - max_answer_tokens - margin
+    budget = prompt_budget(backend, max_answer_tokens, margin)
     messages = render(style, [source_block(n, hit) for n, hit in enumerate(hits, start=1)], [], question)
     likely = backend.likely_tokens(messages)
     if likely is None or likely > budget:
         return None
     return Prompt(messages=messages, sources_used=list(hits), prompt_tokens=likely,
-                  stop=list(COMPLETION_STOP) if style == "completion" else [], budget=budget, counted=False)
+                  stop=stops(style), budget=budget, counted=False)
 
 
 def whole_prompt(
@@ -257,7 +267,7 @@ def whole_prompt(
     the budget, else (None, the count of the prompt without history). History is kept whole, else its
     last exchange, else left out: the document matters more than the conversation."""
     style = backend.prompt_style
-    budget = backend.context_window - max_answer_tokens - margin
+    budget = prompt_budget(backend, max_answer_tokens, margin)
     turns = clean_history(history)
     blocks = [source_block(n, hit) for n, hit in enumerate(hits, start=1)]
     tried = [turns]
@@ -280,7 +290,7 @@ def _prompt(style: str, blocks: list[str], used: list[Hit], kept: list[Message],
         messages=render(style, blocks, kept, question),
         sources_used=list(used),
         prompt_tokens=exact,
-        stop=list(COMPLETION_STOP) if style == "completion" else [],
+        stop=stops(style),
         budget=budget,
         truncated=truncated,
         history_used=len(kept),
