@@ -525,9 +525,14 @@ export function wireChat() {
   });
 }
 
+/**
+ * Reopen the conversation the last visit ended on, unless the person has moved on while the lists loaded
+ * (a new chat, another conversation, a question already asked): opening it then would stop their answer.
+ */
 export async function startChat() {
+  const saved = conversationId;
   await loadCollections();
   await loadConversations();
-  if (conversationId) await openConversation(conversationId);
-  els.question.focus();
+  if (saved && conversationId === saved && !controller && !els.chat.querySelector(".turn")) await openConversation(saved);
+  if (!controller) els.question.focus();
 }

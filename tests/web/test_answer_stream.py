@@ -125,3 +125,31 @@ def test_stop_keeps_the_cards_and_the_stopped_answer_is_there_after_a_reload(pag
     expect(page.locator("#preview-meta")).to_contain_text("sourdough.md")
     page.click("#preview-close")
     expect(page.locator(f".conv-item[data-id='{conversation_id}'] .conv-open")).to_have_text(STARTER)
+
+
+def test_a_question_asked_before_the_sidebar_has_loaded_is_not_stopped_by_the_page_starting(page):
+    """The page reopens the last conversation once its lists are in; a question asked before then (a new
+    chat, typed at once on a slow machine) must keep its answer rather than be replaced by that reopening."""
+    held = []
+
+    def hold_first_listing(route) -> None:
+        if route.request.method == "GET" and not held:
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route(re.compile(r"/api/conversations\?"), hold_first_listing)
+    page.goto("/")
+    expect(page.locator("#collection")).to_be_enabled()
+    page.evaluate(WATCH_TURN)
+    page.fill("#question", FERMENT)
+    page.press("#question", "Enter")
+    answer = page.locator(".turn .answer-block > .answer")
+    expect(answer).to_contain_text("four to six hours", timeout=ANSWER_TIMEOUT_MS)
+    assert held, "the page's first listing of conversations was not held"
+    held[0].continue_()  # the page's start goes on while the answer is still being written
+    expect(page.locator(".conv-item[aria-current='true'] .conv-open")).to_have_text(FERMENT)
+    expect(answer).to_have_attribute("aria-busy", "false", timeout=ANSWER_TIMEOUT_MS)
+    expect(page.locator(".turn")).to_have_count(1)
+    expect(page.locator(".turn .stopped-mark")).to_have_count(0)
+    assert answer.inner_text().strip().endswith("keeps its rhythm")
