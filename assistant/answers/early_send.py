@@ -68,7 +68,7 @@ async def counted_beside(
     sent: Started, prompt: Prompt, count: Callable[[list], int], rebuild: Callable[[], Prompt], resend: Callable[[Prompt], Any]
 ) -> tuple[Prompt, Any]:
     """The prompt counted while the engine works on it, and the stream to read: `sent` when it fits its
-    budget; else `sent` aborted, and `resend` of the prompt `rebuild` makes (both in a worker thread)."""
+    budget; else `sent` aborted, and what `resend` opens for the prompt `rebuild` makes in a worker thread."""
     try:
         exact = await anyio.to_thread.run_sync(count, prompt.messages)
     except BaseException:
@@ -79,4 +79,4 @@ async def counted_beside(
         return prompt, sent
     await sent.aclose()
     fitted = await anyio.to_thread.run_sync(rebuild)
-    return fitted, Started(resend(fitted))
+    return fitted, resend(fitted)

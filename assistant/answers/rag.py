@@ -195,7 +195,7 @@ class PreparedAnswer:
             try:
                 self.prompt, self.stream = await counted_beside(
                     self.stream, self.prompt, self.backend.count_tokens, self.rebuild,
-                    lambda fitted: self.backend.stream(fitted.messages, self.params))
+                    lambda fitted: opened(self.backend, fitted, self.params, self.question, self.done_fields))
             except Exception as exc:
                 await self.aclose()
                 yield error_event(exc)
@@ -271,6 +271,14 @@ class PreparedAnswer:
         return (time.perf_counter() - self.started) * 1000
 
 
+def opened(backend: Backend, prompt: Prompt, params: GenParams, question: str, done_fields: dict) -> Any:
+    """The backend's request for this prompt, on its way while the route replies; or, when the documents
+    never use a word of the question, the statement made in the model's place (no model is asked)."""
+    if "absent_words" in done_fields:
+        return Statement(not_in_documents(language_of(question), done_fields["absent_words"]))
+    return Started(backend.stream(prompt.messages, params))
+
+
 async def prepare(
     question: str,
     collections: str | list[str],
@@ -308,24 +316,27 @@ async def prepare(
             return (time.perf_counter() - started) * 1000, None, scoped.prompt, None  # retrieval and prompt in one
         hits = retriever.search(query or question, collections, k or settings.retrieval.k, filters=filters)
         retrieved = time.perf_counter()
+
+        def checked(prompt: Prompt) -> Prompt:
+            if abstains_on_absent_words(settings):
+                texts, places = sources_shown(prompt.sources_used)
+                absent = absent_words(query or question, [*texts.values(), *places.values()],
+                                      lambda words, share: retriever.term_counts(words, collections, share))
+                if absent:
+                    done_fields["absent_words"] = absent
+            return prompt
+
         fitted = partial(build_prompt, question, hits, backend, gen.max_tokens, gen.margin_tokens, history)
-        prompt = early_prompt(question, hits, backend, gen.max_tokens, gen.margin_tokens, history) or fitted()
-        if abstains_on_absent_words(settings):
-            texts, places = sources_shown(prompt.sources_used)
-            absent = absent_words(query or question, [*texts.values(), *places.values()],
-                                  lambda words, share: retriever.term_counts(words, collections, share))
-            if absent:
-                done_fields["absent_words"] = absent
-        return (retrieved - started) * 1000, (time.perf_counter() - retrieved) * 1000, prompt, fitted
+        prompt = checked(early_prompt(question, hits, backend, gen.max_tokens, gen.margin_tokens, history) or fitted())
+        # An early prompt the count finds too long is rebuilt with fewer sources, and checked again: a word
+        # of the question only a dropped source held is then one the prompt answered lacks.
+        return (retrieved - started) * 1000, (time.perf_counter() - retrieved) * 1000, prompt, lambda: checked(fitted())
 
     try:
         retrieve_ms, prompt_ms, prompt, fitted = await anyio.to_thread.run_sync(retrieve_and_build)
         params = GenParams(max_tokens=gen.max_tokens, temperature=gen.temperature, stop=prompt.stop)
         sent = time.perf_counter()
-        if "absent_words" in done_fields:  # the documents never use a word of the question: no model is asked
-            stream = Statement(not_in_documents(language_of(question), done_fields["absent_words"]))
-        else:
-            stream = Started(backend.stream(prompt.messages, params))  # on its way while the route replies
+        stream = opened(backend, prompt, params, question, done_fields)
     except BackendBusy:
         raise
     except Exception as exc:

@@ -11,8 +11,10 @@ import asyncio
 
 import pytest
 
+from assistant.answers import absent_terms
+from assistant.answers.absent_terms import unmatched_words
 from assistant.answers.early_send import Started
-from assistant.answers.prompts import build_prompt, early_prompt
+from assistant.answers.prompts import build_prompt, early_prompt, sources_shown
 from assistant.answers.rag import answer, prepare
 from assistant.backends.echo import EchoBackend
 from indexes.retrieve import Retriever
@@ -124,6 +126,29 @@ async def test_an_unread_prepared_answer_gives_its_request_back(retriever, setti
     assert not prepared.prompt.counted
     await prepared.aclose()
     assert backend.opened[-1][1].ag_frame is None
+
+
+async def test_a_prompt_rebuilt_with_fewer_sources_is_checked_again_for_the_words_of_the_question(
+        retriever, settings_factory, monkeypatch):
+    """A word of the question that only a dropped source held is one the rebuilt prompt lacks: the answer
+    is then the statement that the documents do not mention it, as when the first prompt had lacked it."""
+    monkeypatch.setattr(absent_terms, "MIN_PASSAGES", 3)  # these four passages are weighed
+    monkeypatch.setattr(absent_terms, "RARE_SHARE", 0.5)  # a word in at most two of them is a rare one
+    question = "What days before departure do new staff book flights, per manager?"
+    settings = settings_factory(retrieval={"k": 4}, generation={"max_tokens": 64, "margin_tokens": 16, "absent_words": "on"})
+    hits = retriever.search(question, ["handbook"], 4)
+    whole = build_prompt(question, hits, Guessing(None), 64, 16)
+    window = whole.prompt_tokens + 80 - 40
+    fitted = build_prompt(question, hits, Guessing(None, context_window=window), 64, 16)
+    shown = [" ".join(t for part in sources_shown(p.sources_used) for t in part.values()) for p in (whole, fitted)]
+    assert unmatched_words(question, [shown[0]]) == [] and unmatched_words(question, [shown[1]]) == ["manager"]
+
+    backend = Guessing(0.5, context_window=window)  # a guess that says every source fits
+    events = await collect(answer(question, ["handbook"], retriever=retriever, backend=backend, settings=settings))
+    done = events[-1].data
+    assert done["absent_words"] == ["manager"] and "“manager”" in done["answer"]
+    assert len(backend.opened) == 1, "the early request was taken back, and no model asked again"
+    assert done["prompt_tokens"] == 0 and done["timings"]["early_count_ms"] is not None
 
 
 async def collect(gen) -> list:
