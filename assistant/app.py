@@ -89,6 +89,8 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
         app.state.telemetry = Telemetry(lambda: svc.store)
         await to_thread.run_sync(svc.check_indexes)
         await to_thread.run_sync(svc.embedder.embed_query, "warm up")  # the first question is not the slow one
+        if svc.retriever.processes is not None:  # nor the first burst: every search process is loaded
+            await to_thread.run_sync(svc.retriever.processes.start)
         # The models and modules loaded so far live as long as the server: leave them out of the cyclic
         # garbage collector's scans, which otherwise stall requests for a millisecond now and then.
         gc.freeze()

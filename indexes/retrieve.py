@@ -169,6 +169,8 @@ class Retriever:
         # the dense halves (question embedding + FAISS) beside the BM25 halves: one thread per search at once
         self.dense_pool = (ThreadPoolExecutor(max_workers=max(1, searches_at_once), thread_name_prefix="embed-query")
                            if parallel else None)
+        # A search with no turn free goes to a worker process instead, when there are some (search_processes.py).
+        self.processes: Any = None
         self.embedder_for = embedder_for  # a collection's recorded embedder name -> that embedder (or None)
         self._embedders: dict[str, Any] = {}
 
@@ -350,13 +352,21 @@ class Retriever:
         `filters` is a SearchFilters or a dict with any of `paths` (globs), `kinds` (file types),
         `modified_after`, `modified_before` (epoch seconds or ISO-8601). `per_document` overrides the
         configured cap of places per document (1 = one hit per file: file-level results).
-        Searches beyond `searches_at_once` wait here for their turn.
+        Searches beyond `searches_at_once` go to the search processes when there are some, else wait here
+        for their turn.
         """
         if not " ".join(query.split()) or k <= 0:
             self.collections(collections)  # still reject unknown collections
             return []
-        with self._turns:
+        if not self._turns.acquire(blocking=self.processes is None):
+            hits = self.processes.search(query, collections, k, filters, fusion, per_document)
+            if hits is not None:
+                return hits
+            self._turns.acquire()  # the processes broke under it: searched here
+        try:
             return self._search(query, collections, k, filters, fusion, per_document)
+        finally:
+            self._turns.release()
 
     def _search(self, query: str, collections: str | list[str], k: int, filters: SearchFilters | dict | None,
                 fusion: Fusion | None, per_document: int | None) -> list[Hit]:

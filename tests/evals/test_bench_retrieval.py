@@ -39,10 +39,17 @@ def test_bench_retrieval_small(tmp_path, monkeypatch, capsys):
     assert all(b["max_ms"] >= b["p50_ms"] > 0 for b in size["bursts"]) and out["settings"]["searches_at_once"] == 2
     cold = size["cold_start"]
     assert cold["rebuilds"] == 0 and cold["mapped"] and cold["index"] == "ivf"
-    # A second run with the same --keep reuses the collection instead of building it again.
-    assert main(["bench", "retrieval", "--chunks", "2000", "--queries", "20", "--json", "--keep", str(keep),
+    assert [b["by_processes"] for b in size["bursts"]] == [0, 0]
+    # A second run with the same --keep reuses the collection instead of building it again; with a search
+    # process, the searches of a burst that find no turn here go to it.
+    monkeypatch.setenv("ASSISTANT_RETRIEVAL_SEARCH_PROCESSES", "1")
+    monkeypatch.setenv("ASSISTANT_RETRIEVAL_SEARCHES_AT_ONCE", "1")
+    assert main(["bench", "retrieval", "--chunks", "2000", "--queries", "20", "--bursts", "8", "--json", "--keep", str(keep),
                  "--data-dir", str(tmp_path / "data")]) == 0
-    assert json.loads(capsys.readouterr().out)["sizes"][0]["build"] == "reused"
+    again = json.loads(capsys.readouterr().out)
+    assert again["sizes"][0]["build"] == "reused" and again["settings"]["search_processes"] == 1
+    (burst,) = again["sizes"][0]["bursts"]
+    assert 0 < burst["by_processes"] < 24 and burst["p50_ms"] > 0
 
 
 @pytest.mark.slow
