@@ -92,7 +92,7 @@ class SearchProcesses:
 
     def start(self, timeout: float = 300.0) -> list[int]:
         """Start the workers (unless started) and wait up to `timeout` seconds for each to build its
-        retriever; the process ids of those ready."""
+        retriever or fail to; the process ids of those ready."""
         with self._lock:
             if not self._workers:
                 self._workers = [_Worker(self._context, self.build) for _ in range(self.processes)]
@@ -102,7 +102,7 @@ class SearchProcesses:
             if w.pid and not w.process.is_alive():
                 self._replace(w)
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not all(w.pid for w in self._workers):
+        while time.monotonic() < deadline and not all(w.pid or not w.process.is_alive() for w in self._workers):
             time.sleep(0.05)
         return sorted(w.pid for w in self._workers if w.pid)
 
@@ -141,7 +141,8 @@ class SearchProcesses:
         self._idle.put(worker)
         if not ok:
             raise value
-        self.searched += 1
+        with self._lock:
+            self.searched += 1
         return value
 
     def _replace(self, dead: _Worker) -> None:

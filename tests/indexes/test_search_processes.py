@@ -119,3 +119,19 @@ async def test_the_server_starts_its_search_processes_and_stops_them_with_its_se
 def test_settings_refuse_search_processes_on_postgresql(tmp_path):
     with pytest.raises(ValueError, match="SQLite store only"):
         Settings(data_dir=tmp_path, database_url="postgresql+psycopg://u@localhost/db", retrieval={"search_processes": 2})
+
+
+def _broken() -> None:
+    raise RuntimeError("no store here")
+
+
+def test_workers_that_cannot_start_leave_the_searches_here(caplog):
+    from indexes.search_processes import SearchProcesses
+
+    broken = SearchProcesses(1, _broken)
+    try:
+        assert broken.start(timeout=120) == [], "start does not wait out its timeout for a worker that died"
+        assert broken.search(QUESTIONS[0], ["handbook"], 3) is None
+    finally:
+        broken.close()
+    assert "did not start" in caplog.text
