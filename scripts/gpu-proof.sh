@@ -14,10 +14,13 @@
 #   managed   for each --models GGUF: `assistant ask` and --runs x `bench serve --concurrency 1,4,16,64` through
 #             the llama-server backend (the assistant starts and watches the engine), `status --json` of a
 #             running `assistant serve` (the engine's slots), `doctor --json`; everything under OUT/managed.tar.gz
+#             (the results of other models run before are kept); --search-processes N sets retrieval.search_processes
+#   bursts    `assistant bench retrieval --bursts 1,4,16,64` on 20,000 synthetic chunks, searches taking turns in the
+#             server's process and then with --search-processes N (default 8) worker processes: OUT/bursts-pN.json
 #
 # usage: gpu-proof.sh [STAGE] --pack DIR --out DIR [--work DIR] [--arch NN] [--jobs N] [--slots N]
 #                     [--requests N] [--rounds N] [--max-tokens N] [--engine-args "FLAGS"] [--bench-sampling JSON]
-#                     [--engine-cpus LIST] [--cmake-args "FLAGS"] [--models A,B] [--runs N]
+#                     [--engine-cpus LIST] [--cmake-args "FLAGS"] [--models A,B] [--runs N] [--search-processes N]
 #        (bench serve's requests, rounds and answer length; more llama-server flags; what both sides of the bench send
 #         the engine, by default no prompt cache and every answer to max tokens: see docs/benchmarks.md;
 #         --engine-cpus pins llama-server to those CPUs (taskset syntax, e.g. 0-7) and the server and the bench to the rest;
@@ -42,12 +45,12 @@ assemble() {  # assemble PIECES DEST: every NAME in PIECES/SHA256SUMS joined fro
 
 STAGE=all
 case ${1:-} in
-  build|install|assemble|run|all|engine|managed) STAGE=$1; shift ;;
+  build|install|assemble|run|all|engine|managed|bursts) STAGE=$1; shift ;;
   assemble-only) [[ $# -eq 3 ]] || die "usage: assemble-only PIECES_DIR DEST_DIR"
     pieces=$(cd "$2" && pwd); assemble "$pieces" "$3"; exit 0 ;;
-  ""|-h|--help) sed -n '2,21p' "$0"; exit 2 ;;
+  ""|-h|--help) sed -n '2,24p' "$0"; exit 2 ;;
 esac
-PACK=""; OUT=""; WORK=/tmp/gpu-proof; ARCH=""; JOBS=$(nproc); SLOTS=64; REQUESTS=""; ROUNDS=""; MAX_TOKENS=""; ENGINE_ARGS=""; ENGINE_CPUS=""; CMAKE_ARGS=""; MODELS=gemma-3-270m; RUNS=3
+PACK=""; OUT=""; WORK=/tmp/gpu-proof; ARCH=""; JOBS=$(nproc); SLOTS=64; REQUESTS=""; ROUNDS=""; MAX_TOKENS=""; ENGINE_ARGS=""; ENGINE_CPUS=""; CMAKE_ARGS=""; MODELS=gemma-3-270m; RUNS=3; SEARCH_PROCESSES=""
 BENCH_SAMPLING='{"cache_prompt": false, "ignore_eos": true}'
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -66,6 +69,7 @@ while [[ $# -gt 0 ]]; do
     --cmake-args) CMAKE_ARGS=${2?}; shift 2 ;;
     --models) MODELS=${2:?}; shift 2 ;;
     --runs) RUNS=${2:?}; shift 2 ;;
+    --search-processes) SEARCH_PROCESSES=${2:?}; shift 2 ;;
     *) die "unknown argument: $1" ;;
   esac
 done
@@ -73,7 +77,8 @@ done
 [[ -n $OUT ]] || die "--out DIR is required"
 [[ -z $ARCH || $ARCH =~ ^[0-9]{2,3}$ ]] || die "--arch takes a compute capability without the dot, e.g. 70 or 90"
 [[ $JOBS =~ ^[1-9][0-9]*$ && $SLOTS =~ ^[1-9][0-9]*$ && ${REQUESTS:-1} =~ ^[1-9][0-9]*$ && ${ROUNDS:-1} =~ ^[1-9][0-9]*$ \
-   && ${MAX_TOKENS:-1} =~ ^[1-9][0-9]*$ ]] || die "--jobs, --slots, --requests, --rounds and --max-tokens take positive integers"
+   && ${MAX_TOKENS:-1} =~ ^[1-9][0-9]*$ && ${SEARCH_PROCESSES:-1} =~ ^[1-9][0-9]*$ ]] \
+  || die "--jobs, --slots, --requests, --rounds, --max-tokens and --search-processes take positive integers"
 [[ -z $CMAKE_ARGS || $CMAKE_ARGS =~ ^(-D[A-Za-z0-9_]+(:[A-Z]+)?=[^[:space:]]*[[:space:]]*)+$ ]] \
   || die "--cmake-args takes -DNAME=VALUE flags only"
 [[ -z $ENGINE_CPUS || $ENGINE_CPUS =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] \
@@ -225,12 +230,14 @@ managed() {  # every model through the llama-server backend: ask, bench serve x 
   until [[ -f $WORK/.engine-done ]]; do [[ -f $WORK/.engine-failed ]] && die "the engine build failed: $(tail -5 "$WORK/engine-build.txt")"; sleep 5; done
   export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} XDG_CACHE_HOME=$WORK/cache HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
   export ASSISTANT_DATA_DIR=$WORK/data ASSISTANT_EMBEDDER_MODEL_PATH=$WORK/minilm PYTHONUNBUFFERED=1 ASSISTANT_BACKEND=llama-server
-  local res=$WORK/managed; rm -rf "$res"; mkdir -p "$res"
+  [[ -z $SEARCH_PROCESSES ]] || export ASSISTANT_RETRIEVAL_SEARCH_PROCESSES=$SEARCH_PROCESSES
+  local res=$WORK/managed; mkdir -p "$res"
   { nvidia-smi; nvcc --version | tail -2; "$PY" --version; lscpu; } >"$res/environment.txt" 2>&1 || true
   cp "$WORK/engine-build.txt" "$res/"; find "$WORK/cache" -name build.log -exec cp {} "$res/engine-build.log" \; || true
   for name in ${MODELS//,/ }; do
     [[ -f $WORK/$name.gguf ]] || die "no $WORK/$name.gguf: assemble the pack's pieces first"
     local style=chat; [[ $name == gemma-3-270m ]] && style=completion  # a base model without a chat template
+    rm -rf "$res/$name"-*  # this model's results of an earlier invocation
     export ASSISTANT_LLAMA_SERVER_MODEL=$WORK/$name.gguf ASSISTANT_LLAMA_SERVER_PROMPT_STYLE=$style
     "$PY" -m assistant.cli ask --collection docs "How do I install it?" >"$res/$name-ask.txt" 2>&1 || echo "ask: exit $?" >>"$res/$name-ask.txt"
     for r in $(seq "$RUNS"); do
@@ -247,10 +254,10 @@ managed() {  # every model through the llama-server backend: ask, bench serve x 
   "$PY" -m assistant.cli doctor --json >"$res/doctor.json" 2>"$res/doctor.stderr.log" || echo "doctor: exit $?"
   tar -C "$WORK" -czf "$OUT/managed.tar.gz" managed
   "$PY" - "$res" "${MODELS//,/ }" >"$OUT/managed-summary.json" <<'PYEOF' || echo "the summary failed: the runs are in managed.tar.gz"
-import json, statistics, sys
+import json, os, statistics, sys
 from pathlib import Path
 res, models = Path(sys.argv[1]), sys.argv[2].split()
-out = {}
+out = {"search_processes": int(os.environ.get("ASSISTANT_RETRIEVAL_SEARCH_PROCESSES") or 0)}
 for name in models:
     runs = [json.loads(p.read_text()) for p in sorted(res.glob(f"{name}-run*/bench-serve.json"))]
     levels = {}
@@ -275,7 +282,19 @@ PYEOF
   echo "== results in $OUT"; ls -la "$OUT"
 }
 
+bursts() {  # retrieval alone: bursts of searches taking turns here, then with search processes
+  cd "$WORK"
+  export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} XDG_CACHE_HOME=$WORK/cache HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+  export ASSISTANT_DATA_DIR=$WORK/data ASSISTANT_EMBEDDER_MODEL_PATH=$WORK/minilm PYTHONUNBUFFERED=1
+  for p in 0 "${SEARCH_PROCESSES:-8}"; do
+    ASSISTANT_RETRIEVAL_SEARCH_PROCESSES=$p "$PY" -m assistant.cli bench retrieval --chunks 20000 --queries 50 \
+      --bursts 1,4,16,64 --keep "$WORK/bursts" --json >"$OUT/bursts-p$p.json" 2>"$OUT/bursts-p$p.stderr.log" \
+      || echo "bench retrieval with $p search processes failed: see bursts-p$p.stderr.log"
+  done
+}
+
 case $STAGE in
+  bursts) bursts ;;
   engine) engine_build ;;
   managed) managed ;;
   build) build ;;

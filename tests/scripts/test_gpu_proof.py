@@ -32,6 +32,7 @@ def sh(*args: object) -> subprocess.CompletedProcess:
         (PROOF, ["run", "--pack", ".", "--out", "o", "--slots", "x"], "positive integers"),
         (PROOF, ["run", "--pack", ".", "--out", "o", "--requests", "0"], "positive integers"),
         (PROOF, ["run", "--pack", ".", "--out", "o", "--rounds", "-1"], "positive integers"),
+        (PROOF, ["managed", "--pack", ".", "--out", "o", "--search-processes", "0"], "positive integers"),
         (PROOF, ["run", "--pack", ".", "--out", "o", "--bench-sampling", "ignore_eos"], "JSON object"),
         (PROOF, ["run", "--pack", ".", "--out", "o", "--engine-cpus", "0-3;rm"], "CPU list"),
         (PROOF, ["run", "--pack", ".", "--out", "o", "--engine-cpus", "all"], "CPU list"),
