@@ -266,8 +266,8 @@ class RetrievalSettings(BaseModel):
     )
     search_processes: int = Field(
         0, ge=0, le=64, description="worker processes that search when this process has no turn free, so that a "
-        "burst of questions is searched on as many cores (each loads its own embedder and indexes: ~0.9 GB with "
-        "the packaged MiniLM, whose ONNX graph is built with torch); "
+        "burst of questions is searched on as many cores (each loads its own question embedder and indexes: "
+        "~0.3 GB with the packaged MiniLM); "
         "0 = searches wait their turn here; SQLite stores only"
     )
     lexical: Literal["auto", "copy", "postgres"] = Field(

@@ -129,11 +129,11 @@ class Embedder:
         """The ONNX Runtime encoder for queries, or None where torch serves them (setting, or model refused)."""
         if self.query_runtime == "torch":
             return None
-        from indexes.onnx_encoder import OnnxQueryEncoder, UnsupportedModel
+        from indexes.onnx_encoder import OnnxQueryEncoder, UnsupportedModel, default_cache_dir
 
         try:
             return OnnxQueryEncoder(self.model_path, max_seq_length=self.max_seq_length, threads=self.query_threads,
-                                    int8=self.query_runtime in ("auto", "onnx-int8"))
+                                    int8=self.query_runtime in ("auto", "onnx-int8"), cache=default_cache_dir())
         except (ImportError, UnsupportedModel) as exc:
             if self.query_runtime != "auto":
                 raise

@@ -50,3 +50,35 @@ def test_query_vectors_find_the_documents_embedded_by_torch(embedder):
 def test_unknown_query_runtime_is_refused():
     with pytest.raises(ValueError, match="query_runtime"):
         Embedder(query_runtime="tensorrt")
+
+
+def test_the_export_is_cached_and_a_later_process_embeds_questions_without_torch(tmp_path, monkeypatch):
+    import json
+    import subprocess
+    import sys
+
+    from indexes.onnx_encoder import default_cache_dir
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    first = Embedder(dtype="fp32", query_runtime="onnx-int8").embed_queries(QUESTIONS)
+    cached = sorted(p.suffix for p in default_cache_dir().iterdir())
+    assert cached == [".json", ".onnx"], cached
+    later = subprocess.run(
+        [sys.executable, "-c", "import json, sys; from indexes.embed import Embedder; "
+         "v = Embedder(query_runtime='onnx-int8').embed_queries(json.loads(sys.argv[1])); "
+         "print(json.dumps({'torch': 'torch' in sys.modules, 'vectors': v.tolist()}))", json.dumps(QUESTIONS)],
+        capture_output=True, text=True, timeout=300, check=True)
+    seen = json.loads(later.stdout)
+    assert seen["torch"] is False, "the cached export loads without torch"
+    assert np.allclose(np.array(seen["vectors"], dtype=np.float32), first, atol=1e-6)
+
+
+def test_a_damaged_cache_entry_is_exported_again(tmp_path, monkeypatch):
+    from indexes.onnx_encoder import default_cache_dir
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    good = Embedder(dtype="fp32", query_runtime="onnx").embed_queries(QUESTIONS[:2])
+    (meta,) = default_cache_dir().glob("*.json")
+    meta.write_text("{not json")
+    again = Embedder(dtype="fp32", query_runtime="onnx").embed_queries(QUESTIONS[:2])
+    assert np.allclose(good, again, atol=1e-6) and meta.read_text().startswith("{\"pooling\"")
