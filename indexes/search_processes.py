@@ -90,6 +90,11 @@ class SearchProcesses:
     def started(self) -> bool:
         return bool(self._workers)
 
+    def status(self) -> dict[str, int]:
+        """How many workers there are to be, how many are up, and the searches they have answered."""
+        up = sum(1 for w in list(self._workers) if w.pid and w.process.is_alive())
+        return {"processes": self.processes, "ready": up, "searched": self.searched}
+
     def start(self, timeout: float = 300.0) -> list[int]:
         """Start the workers (unless started) and wait up to `timeout` seconds for each to build its
         retriever or fail to; the process ids of those ready."""

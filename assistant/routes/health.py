@@ -36,8 +36,8 @@ async def health(services: Services) -> Response[dict]:
 
 @get("/api/status", tags=["status"], opt=scoped("read"))
 async def status(services: Services, identity: Identity) -> dict:
-    """The backend (name, model, context, health, requests in flight, a managed engine's slots) and,
-    when present, each GPU."""
+    """The backend (name, model, context, health, requests in flight, a managed engine's slots), the
+    search processes when there are some and, when present, each GPU."""
     from assistant.gpu.status import gpu_status
 
     backend = await backend_health(services)
@@ -46,4 +46,7 @@ async def status(services: Services, identity: Identity) -> dict:
     if engine_status is not None:
         backend["engine"] = await anyio.to_thread.run_sync(engine_status)
     gpus = await anyio.to_thread.run_sync(gpu_status)  # NVML, or nvidia-smi as a fallback: may block
-    return {"backend": backend, "gpus": gpus, "collections": sum(identity.can_use(c["name"]) for c in services.store.list_collections())}
+    out = {"backend": backend, "gpus": gpus, "collections": sum(identity.can_use(c["name"]) for c in services.store.list_collections())}
+    if services.retriever.processes is not None:  # retrieval.search_processes: how many are up, what they took
+        out["search_processes"] = services.retriever.processes.status()
+    return out

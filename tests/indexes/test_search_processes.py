@@ -111,6 +111,8 @@ async def test_the_server_starts_its_search_processes_and_stops_them_with_its_se
             firsts = {r.json()["query"]: r.json()["hits"][0]["path"] for r in replies}
             assert firsts["Who approves hotels?"] == "travel/booking.md"
             assert firsts["When do new staff get a laptop?"] == "tools/laptops.md"
+            shown = (await client.get("/api/status")).json()["search_processes"]
+            assert shown == {"processes": 1, "ready": 1, "searched": services.retriever.processes.searched}
     finally:
         await services.aclose()
     assert not services.retriever.processes.started
