@@ -362,7 +362,7 @@ class Retriever:
             hits = self.processes.search(query, collections, k, filters, fusion, per_document)
             if hits is not None:
                 return hits
-            self._turns.acquire()  # the processes broke under it: searched here
+            self._turns.acquire()  # none of the processes is up: searched here
         try:
             return self._search(query, collections, k, filters, fusion, per_document)
         finally:
