@@ -85,6 +85,7 @@ class SearchProcesses:
         self._workers: list[_Worker] = []
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._lock = threading.Lock()
+        self._closed = False  # closed with the server: a late search stays with the caller
 
     @property
     def started(self) -> bool:
@@ -99,6 +100,8 @@ class SearchProcesses:
         """Start the workers (unless started) and wait up to `timeout` seconds for each to build its
         retriever or fail to; the process ids of those ready."""
         with self._lock:
+            if self._closed:
+                return []
             if not self._workers:
                 self._workers = [_Worker(self._context, self.build) for _ in range(self.processes)]
                 for w in self._workers:
@@ -126,7 +129,7 @@ class SearchProcesses:
                per_document: Any = None) -> list | None:
         """The hits of a search run by a worker (another one when the one asked dies under it), or None
         when none is up (search it here)."""
-        if not self._workers:
+        if not self._workers and not self._closed:
             self.start(timeout=0)
         while True:
             worker = self._take()
@@ -159,17 +162,19 @@ class SearchProcesses:
 
     def _replace(self, dead: _Worker) -> None:
         """A new worker in a dead one's place (once, whoever finds it dead first)."""
-        log.warning("search process %s died (exit code %s); a new one takes its place", dead.pid, dead.process.exitcode)
         dead.stop()
         with self._lock:
             if dead not in self._workers:
                 return
+            log.warning("search process %s died (exit code %s); a new one takes its place", dead.pid,
+                        dead.process.exitcode)
             fresh = _Worker(self._context, self.build)
             self._workers[self._workers.index(dead)] = fresh
         threading.Thread(target=self._admit, args=(fresh,), daemon=True, name="search-start").start()
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             workers, self._workers = self._workers, []
         while not self._idle.empty():
             self._idle.get_nowait()

@@ -116,6 +116,8 @@ async def test_the_server_starts_its_search_processes_and_stops_them_with_its_se
     finally:
         await services.aclose()
     assert not services.retriever.processes.started
+    assert services.retriever.processes.search(QUESTIONS[0], ["handbook"], 3) is None, "none started after closing"
+    assert not services.retriever.processes.started
 
 
 def test_settings_refuse_search_processes_on_postgresql(tmp_path):
