@@ -212,6 +212,7 @@ def run_status(args: argparse.Namespace, settings: Settings) -> int:
         "server": url,
         "server_reachable": server is not None,
         "backend": (server or {}).get("backend"),
+        "search_processes": (server or {}).get("search_processes"),  # retrieval.search_processes, when set
         "model": answering_model(settings),  # what these settings answer with; `backend.model` is what the server says
     }
     out["model"]["server_agrees"] = server_agrees(out["model"], out["backend"])
@@ -245,9 +246,17 @@ def run_status(args: argparse.Namespace, settings: Settings) -> int:
         console.print(terminal_safe(f"server {url}: backend {details or '(not reported)'}", markup=True))
         if isinstance(engine, dict):
             console.print(terminal_safe(engine_line(engine), markup=True))
+        if isinstance(out["search_processes"], dict):
+            console.print(terminal_safe(search_processes_line(out["search_processes"]), markup=True))
         if out["model"]["server_agrees"] is False:
             console.print("  that server was started with other settings: it answers, not the model above")
     return 0
+
+
+def search_processes_line(processes: dict[str, Any]) -> str:
+    """The server's search processes in one line: how many are up, and the searches they took."""
+    return (f"  search processes: {processes.get('ready', '?')} of {processes.get('processes', '?')} up, "
+            f"{processes.get('searched', '?')} searches taken from the server")
 
 
 def engine_line(engine: dict[str, Any]) -> str:

@@ -143,6 +143,21 @@ def test_status_says_when_the_running_server_answers_with_another_model(cli, set
     assert "model=echo" in text and "that server was started with other settings" in text
 
 
+def test_status_shows_the_servers_search_processes(cli, settings_factory, make_services):
+    from assistant.app import create_app
+    from evals.local_server import serve_in_thread
+
+    services = make_services(settings_factory(retrieval={"search_processes": 1}))
+    try:
+        with serve_in_thread(create_app(services.settings, services)) as server:
+            shown = json.loads(cli("status", "--json", "--url", server.url, ASSISTANT_BACKEND="echo").stdout)
+            text = cli("status", "--url", server.url, ASSISTANT_BACKEND="echo").stdout
+    finally:
+        services.retriever.processes.close()
+    assert shown["search_processes"] == {"processes": 1, "ready": 1, "searched": 0}
+    assert "search processes: 1 of 1 up, 0 searches taken from the server" in text
+
+
 def test_doctor_on_a_recorded_scenario(cli, tmp_path):
     facts = rig(2, 16, intent=Intent(tensor_parallel_size=2, quant="fp16", max_model_len=8192, model_config=CONFIG_27B))
     path = tmp_path / "facts.json"
