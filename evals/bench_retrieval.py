@@ -284,7 +284,7 @@ def bench_size(n: int, embedder: Embedder, config: RetrievalConfig, *, queries: 
         result["load_average_before"] = [round(x, 2) for x in os.getloadavg()]
         result["search"] = latency(retriever, texts)
         if bursts:
-            processes = int(getattr(config, "search_processes", 0) or 0)
+            processes = config.search_processes
             if processes and embedder_config is not None:
                 log(f"  starting {processes} search processes")
                 build_one = partial(worker_retriever, data_dir, sqlite_config, embedder_config, dict(zip(texts, qvecs)))

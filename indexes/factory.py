@@ -153,10 +153,9 @@ def worker_retriever(data_dir: Path, database_url: str, config: RetrievalConfig,
 def search_processes_from(config: RetrievalConfig, data_dir: Path, database_url: str,
                           embedder_config: EmbedderConfig) -> SearchProcesses | None:
     """The search processes `retrieval.search_processes` asks for (started on first use or by `start()`)."""
-    n = int(getattr(config, "search_processes", 0) or 0)
-    if n <= 0:
+    if config.search_processes <= 0:
         return None
-    return SearchProcesses(n, partial(worker_retriever, Path(data_dir), database_url, config, embedder_config))
+    return SearchProcesses(config.search_processes, partial(worker_retriever, Path(data_dir), database_url, config, embedder_config))
 
 
 def retriever_from(config: RetrievalConfig, store: Store, embedder: Any,

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from indexes.user_cache import user_cache_dir
+
 
 CACHE_FORMAT = 1  # raised when what is cached changes
 
@@ -166,8 +168,7 @@ def _store(cache: Path, key: str, graph: bytes, meta: dict) -> None:
 
 def default_cache_dir() -> Path:
     """Where exported query encoders are kept: the user's cache dir (XDG)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "assistant" / "query-encoders"
+    return user_cache_dir() / "query-encoders"
 
 
 def _int8(graph: bytes) -> bytes:

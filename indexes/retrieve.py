@@ -24,6 +24,7 @@ from indexes.filters import SearchFilters
 from indexes.fusion import linear_mix, ranked, rrf
 from indexes.lexical import LexicalResult, Weights, normalise_query, phrase, query_terms
 from indexes.location import Located, Location
+from indexes.search_processes import SearchProcesses
 from indexes.store import ChunkRecord, Store, StoreError
 
 WORD = re.compile(r"\w+", re.UNICODE)
@@ -170,7 +171,7 @@ class Retriever:
         self.dense_pool = (ThreadPoolExecutor(max_workers=max(1, searches_at_once), thread_name_prefix="embed-query")
                            if parallel else None)
         # A search with no turn free goes to a worker process instead, when there are some (search_processes.py).
-        self.processes: Any = None
+        self.processes: SearchProcesses | None = None
         self.embedder_for = embedder_for  # a collection's recorded embedder name -> that embedder (or None)
         self._embedders: dict[str, Any] = {}
 

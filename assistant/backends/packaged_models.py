@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from indexes.user_cache import user_cache_dir
+
 from assistant.backends.base import BackendError
 
 
@@ -108,8 +110,7 @@ def packaged_model(name: str | None = None) -> PackagedModel:
 
 def default_cache_dir() -> Path:
     """Where joined models live: the user's cache dir (XDG), like pip's and Hugging Face's."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "assistant" / "models"
+    return user_cache_dir() / "models"
 
 
 def joined_path(model: PackagedModel, cache_dir: Path | None = None) -> Path:

@@ -26,7 +26,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Callable
 
-from assistant.backends.packaged_models import default_cache_dir
+from indexes.user_cache import user_cache_dir
+
 from assistant.engines.cpu_flags import cpu_flags
 from assistant.engines.cuda import BuildRefused, Toolkit, check_archs
 
@@ -62,7 +63,7 @@ class Build:
 
 def engines_dir() -> Path:
     """Where builds live: the user's cache dir (XDG), beside the joined packaged models."""
-    return default_cache_dir().parent / "engines"
+    return user_cache_dir() / "engines"
 
 
 def llama_cpp_python_version(source: str | None = None) -> str:
