@@ -59,11 +59,14 @@ def test_stop_and_escape_cancel_the_generation_on_the_server(llama_page, llama_w
     expect(page.locator("#ask")).to_be_enabled()
     wait_until(lambda: in_flight(llama_web), accept=lambda n: n == 0, timeout=20, what="the server ending the answer")
 
-    # A question the documents answer at length: one they do not answer is answered in a few tokens, which
-    # a loaded machine can finish before the key reaches the page.
-    start_answer(page, "List every step of feeding the starter and baking the bread, one per line.")
+    # The same question, which the small model answers at length, in a new conversation: a stopped answer
+    # in the history (a slow machine stops it after a token or two) leads it to answer in two tokens, and
+    # other questions in none, finished before the key reaches the page.
+    page.click("#new-chat")
+    expect(page.locator(".turn")).to_have_count(0)
+    start_answer(page, "List every step of baking sourdough bread, one per line.")
     page.press("#question", "Escape")
-    expect(page.locator(".turn-note")).to_have_count(2)
+    expect(page.locator(".turn-note").last).to_have_text("Stopped.")
     wait_until(lambda: in_flight(llama_web), accept=lambda n: n == 0, timeout=20, what="the server ending the answer")
 
 
