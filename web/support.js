@@ -1,7 +1,8 @@
 // How well the sources back an answer, as the server checked it: each citation and source card says
 // whether its source supports the claim (with the share of the claim the source holds, in words), a
 // sentence whose citations do not back it is underlined and flagged, and the answer as a whole carries a
-// note when it cites nothing, abstained, or was replaced by the documents-do-not-say statement.
+// note when it cites nothing, abstained, or was replaced by the documents-do-not-say statement (none for an
+// empty answer: the sentence that replaced it says so).
 
 import { t } from "./i18n.js";
 
@@ -123,6 +124,7 @@ export function answerNotes(check) {
   if (!check) return [];
   const sentences = check.sentences || [];
   const cites = sentences.some((s) => Array.isArray(s.cited) && s.cited.length);
+  if (check.empty) return []; // the answer shown says the model gave none
   if (check.replaced) return [note("replaced", t("support.replaced"))];
   if (check.abstained) return [note("abstained", t("support.abstained"))];
   if (sentences.length && !cites) return [note("uncited", t("support.uncited"))];

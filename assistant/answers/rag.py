@@ -13,7 +13,7 @@ prompt); no exception escapes it.
 Once generated, the answer is checked against the prompt's sources (support.py): each source dict
 gains `support` ({"score", "supported", "span": {"char_start", "char_end", "line_start", "line_end",
 "page"}}, None when the answer does not cite it) and `done` gains `check` ({"sentences",
-"citation_precision", "citation_coverage", "abstained", "unsupported", "replaced", "attributed"}).
+"citation_precision", "citation_coverage", "abstained", "unsupported", "replaced", "empty", "attributed"}).
 Before the check, citations are put where the sources support them (`support.attribute`): a claim
 that cites nothing or only sources that do not say it gets the source that does, `done.answer`
 carries the corrected markers, `done.model_answer` the model's own text and `check.attributed` lists
@@ -21,7 +21,8 @@ each change. When the answer
 makes claims that no cited source supports and does not abstain, and `generation.replace_unsupported`
 is on, `done.answer` is NOT_IN_DOCUMENTS in the question's language, `done.model_answer` the model's
 own text (the one the `token` events streamed) and `check.replaced` true: a client shows `done.answer`
-as the final answer.
+as the final answer. An answer the model ended without a word is replaced the same way, by NO_ANSWER,
+with `check.empty` true.
 
 A question with a word that none of the prompt's sources holds and almost no passage of the collections
 does (answers/absent_terms.py; `generation.absent_words`) is not sent to the model: the answer streamed
@@ -61,7 +62,7 @@ from assistant.answers.absent_terms import absent_words, not_in_documents
 from assistant.backends.model_choice import runs_packaged_model
 from assistant.answers.citations import CitationFilter, cited_numbers
 from assistant.answers.document_question import document_prompt
-from assistant.answers.support import NOT_IN_DOCUMENTS, AnswerCheck, attribute, check_answer, language_of
+from assistant.answers.support import NO_ANSWER, NOT_IN_DOCUMENTS, AnswerCheck, attribute, check_answer, language_of
 from assistant.answers.early_send import Started, counted_beside
 from assistant.answers.prompts import Prompt, PromptTooLong, build_prompt, early_prompt, sources_shown
 from assistant.security.redaction import redact_text
@@ -154,16 +155,19 @@ def checked_answer(question: str, text: str, texts: dict[int, str], places: dict
                    replace: bool) -> tuple[AnswerCheck, dict, dict]:
     """The check of an answer against the prompt's sources (number -> text, and the place it was shown
     under), the `check` of `done`, and what `done` gains (`answer`, and `model_answer` when that is not
-    the model's text)."""
+    the model's text). An empty answer is replaced by NO_ANSWER whatever `replace` says: there is nothing
+    of the model's to show."""
     attributed = attribute(text, texts, places)
     check = check_answer(attributed.answer, texts, places)
-    replaced = replace and check.unsupported and not check.abstained
+    empty = not text
+    replaced = empty or (replace and check.unsupported and not check.abstained)
     fields = {"answer": attributed.answer}
     if attributed.changes:
         fields["model_answer"] = text
     if replaced:
-        fields = {"answer": NOT_IN_DOCUMENTS[language_of(question)], "model_answer": text}
-    return check, dict(check.to_dict(), replaced=replaced, attributed=attributed.changes), fields
+        statement = NO_ANSWER if empty else NOT_IN_DOCUMENTS
+        fields = {"answer": statement[language_of(question)], "model_answer": text}
+    return check, dict(check.to_dict(), replaced=replaced, empty=empty, attributed=attributed.changes), fields
 
 
 @dataclass

@@ -64,6 +64,12 @@ NOT_IN_DOCUMENTS = {
     "zh": "文档中没有这个问题的答案。",
 }
 
+# What an answer says when the model ended without a word (a small model may stop at once).
+NO_ANSWER = {
+    "en": "The model gave no answer. Regenerate it, or ask the question in other words.",
+    "zh": "模型没有给出回答。请重新生成，或换一种说法提问。",
+}
+
 
 @dataclass(frozen=True)
 class Sentence:

@@ -185,6 +185,8 @@ def check_notice(done: dict) -> str | None:
     """What the terminal adds after a streamed answer that the citation check found wanting (the page says
     the same): the streamed text cannot be taken back, so the replacement follows it."""
     check = done.get("check") or {}
+    if check.get("empty"):
+        return done.get("answer")
     if check.get("replaced"):
         return f"The sources shown do not support this answer. {done.get('answer', '')}".strip()
     if check.get("unsupported"):

@@ -438,8 +438,9 @@ async def chunks(run: ChatRun, include_usage: bool = False) -> AsyncIterator[dic
     except OpenAIError as exc:
         yield exc.body()
         return
-    if outcome.replaced:  # the model's text is out already: the replacement follows it
-        yield chunk({"content": "\n\n" + (outcome.done or {}).get("answer", "")})
+    if outcome.replaced:  # the model's text is out already: the replacement follows it (alone after none)
+        done = outcome.done or {}
+        yield chunk({"content": ("" if done["check"].get("empty") else "\n\n") + done.get("answer", "")})
     elif run.append_sources and (listed := sources_text(outcome.sources or [])):
         yield chunk({"content": listed})
     extra = rag_fields(outcome) if run.rag else {}

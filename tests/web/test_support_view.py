@@ -9,7 +9,7 @@ from typing import Iterator
 import httpx
 import pytest
 
-from assistant.answers.support import NOT_IN_DOCUMENTS, support
+from assistant.answers.support import NO_ANSWER, NOT_IN_DOCUMENTS, support
 from indexes.diversity import merge_texts
 from tests.web.conftest import assistant_command, base_env, checked_page, ingest, running_server, write_folder
 from tests.web.test_looks import axe_problems
@@ -32,17 +32,18 @@ UNSUPPORTED = "Its keeper's cat won the county fair prize in 1990."
 MIXED = ("When was the harbour lighthouse built?", f"{SUPPORTED} [1] {UNSUPPORTED} [1]")
 REPLACED = ("What colour is the keeper's boat?", "The keeper's boat is painted bright orange with a blue stripe. [1]")
 ABSTAINED = ("Who owns the lighthouse today?", NOT_IN_DOCUMENTS["en"])
+SILENT = ("Who lit the lighthouse lamp first?", "")  # the model ends without a word
 
 
 @pytest.fixture(scope="module")
 def support_server(tmp_path_factory) -> Iterator[str]:
-    """A server whose echo backend answers three known questions with fixed replies, over a collection
+    """A server whose echo backend answers four known questions with fixed replies (one with nothing), over a collection
     holding one short document; unsupported answers are replaced."""
     root = tmp_path_factory.mktemp("support-web")
     data = root / "data"
     env = base_env(
         ASSISTANT_BACKEND="echo",
-        ASSISTANT_ECHO_REPLIES=json.dumps(dict([MIXED, REPLACED, ABSTAINED])),
+        ASSISTANT_ECHO_REPLIES=json.dumps(dict([MIXED, REPLACED, ABSTAINED, SILENT])),
         ASSISTANT_GENERATION_REPLACE_UNSUPPORTED="on",
     )
     ingest(assistant_command(), write_folder(root / "harbour", {"lighthouse.md": LIGHTHOUSE}), "harbour", data, env)
@@ -151,7 +152,7 @@ def test_a_span_over_merged_chunks_is_read_as_python_merged_them(page):
     assert shown.count("# a shared tail line") == 1 and "🚀" in shown and shown.endswith("def third")
 
 
-def test_a_replaced_answer_shows_the_model_answer_on_request_and_an_abstained_one_says_so(page):
+def test_a_replaced_answer_shows_the_model_answer_on_request_an_abstained_one_says_so_and_an_empty_one_too(page):
     open_page(page)
     turn = ask(page, REPLACED[0])
     expect(turn.locator(".answer-block > .answer")).to_have_text(NOT_IN_DOCUMENTS["en"])
@@ -172,4 +173,10 @@ def test_a_replaced_answer_shows_the_model_answer_on_request_and_an_abstained_on
 
     turn = ask(page, ABSTAINED[0])
     expect(turn.locator(".answer-check.abstained")).to_have_text("∅ The answer says the documents do not contain this.")
+    expect(turn.locator(".show-model-answer")).to_have_count(0)
+
+    # An empty answer is the sentence that says so, with nothing to show "anyway".
+    turn = ask(page, SILENT[0])
+    expect(turn.locator(".answer-block > .answer")).to_have_text(NO_ANSWER["en"])
+    expect(turn.locator(".answer-check")).to_have_count(0)
     expect(turn.locator(".show-model-answer")).to_have_count(0)

@@ -8,7 +8,7 @@ import pytest
 
 from assistant.answers.conversation import ConversationTurn
 from assistant.answers.rag import answer, prepare, replaces_unsupported
-from assistant.answers.support import NOT_IN_DOCUMENTS
+from assistant.answers.support import NO_ANSWER, NOT_IN_DOCUMENTS
 from assistant.backends.factory import create_backend
 from indexes.conversations import create_conversation, list_turns
 from indexes.location import Location
@@ -27,8 +27,12 @@ CANTEEN = "What does the canteen serve on Fridays?"
 CANTEEN_ZH = "食堂周五供应什么？"
 MIXED = "What are the rules for booking flights and hotels?"
 HOTELS = "Who approves hotel bookings?"
+SILENT = "Where are flights booked?"  # the model ends without a word
+SILENT_ZH = "在哪里订机票？"
 REPLIES = {
     HOTELS: "Hotels need the approval of your manager.",
+    SILENT: "",
+    SILENT_ZH: "",
     FLIGHTS: "Book flights through the travel desk 14 days before departure. [1]",
     LAPTOP: "New staff receive a laptop from the IT help desk on their first day [1].",
     CANTEEN: "The canteen serves pizza on Fridays [1].",
@@ -140,6 +144,20 @@ async def test_an_answer_from_no_source_is_replaced(retriever, settings_factory)
     assert done["model_answer"] == "The canteen serves pizza on Fridays ." and done["answer"] == NOT_IN_DOCUMENTS["en"]
     assert done["check"]["citation_coverage"] == 0.0 and done["check"]["citation_precision"] is None
     assert done["check"]["unsupported"] is True and done["check"]["replaced"] is True
+
+
+@pytest.mark.parametrize("question, language", [(SILENT, "en"), (SILENT_ZH, "zh")])
+async def test_an_empty_answer_says_the_model_gave_none_even_with_replacing_off(retriever, settings_factory, question,
+                                                                                 language):
+    done, sources = await done_and_sources(question, retriever, settings_for(settings_factory, replace="off", k=2))
+    assert done["answer"] == NO_ANSWER[language] and done["model_answer"] == ""
+    assert done["check"]["empty"] is True and done["check"]["replaced"] is True
+    assert sources and not any(s["cited"] for s in sources)
+
+
+async def test_an_answer_with_words_is_not_empty(retriever, settings_factory):
+    done, _ = await done_and_sources(FLIGHTS, retriever, settings_for(settings_factory, replace="on"))
+    assert done["check"]["empty"] is False and done["check"]["replaced"] is False
 
 
 def test_auto_replaces_for_the_packaged_small_models_only(settings_factory, tmp_path):

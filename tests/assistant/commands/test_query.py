@@ -37,6 +37,8 @@ def test_a_replaced_answer_is_said_after_the_streamed_text():
     assert check_notice({"answer": "x", "check": {"citation_coverage": 0}}) == "This answer cites no source."
     assert check_notice({"answer": "x", "check": {"citation_coverage": 1.0}}) is None
     assert check_notice({}) is None  # an answer that failed before its `done` event
+    empty = {"answer": "The model gave no answer.", "check": {"replaced": True, "empty": True, "citation_coverage": 0.0}}
+    assert check_notice(empty) == "The model gave no answer."  # nothing was streamed: the sentence alone
 
 
 def test_a_cited_source_line_says_its_support():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import openai
 import pytest
 
-from assistant.answers.support import NOT_IN_DOCUMENTS
+from assistant.answers.support import NO_ANSWER, NOT_IN_DOCUMENTS
 from assistant.app import create_app
 from assistant.backends.factory import create_backend
 from assistant.openai_api.chat import question_and_history
@@ -33,6 +33,7 @@ SUPPORTED_Q = "How early must flights be booked?"
 SUPPORTED_A = "Book flights through the travel desk at least 14 days before departure [1]."
 UNSUPPORTED_Q = "What colour are the new laptops?"
 UNSUPPORTED_A = "The laptops are painted bright purple with golden racing stripes [1]."
+SILENT_Q = "Who books the hotels?"  # the model ends without a word
 
 
 def start(tmp_path_factory, embedder, append_sources: bool):
@@ -42,7 +43,7 @@ def start(tmp_path_factory, embedder, append_sources: bool):
     (root / "travel" / "booking.md").write_text(BOOKING)
     (root / "tools" / "laptops.md").write_text(LAPTOPS)
     settings = Settings(data_dir=tmp_path_factory.mktemp("v1-data"), backend="echo",
-                        echo={"replies": {SUPPORTED_Q: SUPPORTED_A, UNSUPPORTED_Q: UNSUPPORTED_A}},
+                        echo={"replies": {SUPPORTED_Q: SUPPORTED_A, UNSUPPORTED_Q: UNSUPPORTED_A, SILENT_Q: ""}},
                         generation={"replace_unsupported": "on"}, v1={"append_sources": append_sources})
     store = Store(settings.data_dir)
     report = ingest_paths(store, embedder, [root], "docs")
@@ -128,6 +129,15 @@ def test_a_replaced_answer_is_the_content_and_the_models_text_comes_beside_it(cl
     # the model's text is out before the check: the replacement follows it
     assert "".join(pieces) == UNSUPPORTED_A + "\n\n" + NOT_IN_DOCUMENTS["en"]
     assert extra["check"]["replaced"] is True and extra["model_answer"] == UNSUPPORTED_A
+
+
+def test_an_empty_answer_is_the_sentence_that_says_so(client):
+    client, _ = client
+    resp = ask(client, SILENT_Q, model="rag:docs+sources")
+    assert resp.choices[0].message.content == NO_ANSWER["en"]
+    assert resp.model_extra["check"]["empty"] is True and resp.model_extra["model_answer"] == ""
+    pieces, extra = streamed(client, SILENT_Q)
+    assert "".join(pieces) == NO_ANSWER["en"] and extra["check"]["replaced"] is True
 
 
 def test_the_backends_own_model_takes_no_sources_list(client):
