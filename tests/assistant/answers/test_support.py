@@ -14,16 +14,15 @@ from assistant.answers.support import (
     NOT_IN_DOCUMENTS,
     SUPPORT_THRESHOLD,
     abstained,
-    agreement,
     attribute,
     check_answer,
     key_units,
     language_of,
-    load_labels,
     split_sentences,
     support,
     units,
 )
+from evals.support_agreement import agreement, load_labels
 
 ROOT = Path(__file__).resolve().parents[3]
 LABELS = ROOT / "tests" / "fixtures" / "eval" / "support-labels.jsonl"
