@@ -206,19 +206,19 @@ def contradicts(claim: str, source_text: str, segs: tuple[tuple[int, int], ...],
     """Whether the source says no where the claim says yes, or yes where it says no ("GSA IT can provide a
     wireless keyboard" against "GSA IT does not provide wireless peripherals"): the same words with the
     opposite polarity are a contradiction, not support. Compared clause to clause in the window's sentence
-    that holds most of the claim: a negated clause of either side against the clause of the other side that
-    shares most of its units."""
+    that holds most of the claim: two clauses that are each other's best match and share at least half of
+    the shorter one's units, one negated and the other not."""
     first, last = window
     best = max(range(first, last + 1), key=lambda k: (len(seg_units[k]), -k))
     start, end = segs[best]
     ours = [(c, frozenset(units(c))) for c in clauses(claim)]
     theirs = [(d, frozenset(units(d))) for d in clauses(source_text[start:end])]
-    for side, other in ((ours, theirs), (theirs, ours)):
-        for text, found in side:
-            if not negated(text):
-                continue
-            shared, match = max(((len(found & u), t) for t, u in other), key=lambda x: x[0])
-            if shared and not negated(match):
+    shared = [[len(u & v) for _, v in theirs] for _, u in ours]
+    for i, (c, u) in enumerate(ours):
+        for j, (d, v) in enumerate(theirs):
+            mutual = shared[i][j] == max(shared[i]) == max(row[j] for row in shared)
+            enough = shared[i][j] >= max(1, min(len(u), len(v)) / 2)
+            if mutual and enough and negated(c) != negated(d):
                 return True
     return False
 
@@ -246,6 +246,8 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
             text = sources.get(n)
             supports[n] = support(sentence.text, text, places.get(n, "")) if text else Support(0.0, False, -1, -1)
         ok = any(s.supported for s in supports.values()) if supports else None
+        if claim and ok is False and (by_clause := clause_supports(sentence.text, sentence.cited, sources, places)):
+            supports, ok = by_clause, True
         if claim:
             citations += len(supports)
             supported_citations += sum(s.supported for s in supports.values())
@@ -266,6 +268,29 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
                                                                           for n in cited or sources]),
         contradicted=any(s.contradicted for c in claims for s in c.supports.values()),
     )
+
+
+def clause_supports(text: str, cited: list[int], sources: dict[int, str],
+                    places: dict[int, str]) -> dict[int, Support] | None:
+    """A sentence that joins facts of several places ("vLLM is 0.4.0.post1 [1], the driver 525.147.05 [2]"),
+    judged clause by clause: supported when each clause that states something is supported by one of the
+    sources the sentence cites (its own markers first); per source, the best support of a clause (None when
+    some clause is not supported, or the sentence has a single clause)."""
+    parts = [c for c in clauses(text) if is_claim(c)]
+    if len(parts) < 2:
+        return None
+    # The clauses that cite or state a number carry the facts; the rest set the scene ("On the V100s, ...").
+    parts = [c for c in parts if MARKER.search(c) or any(u[0].isdigit() for u in key_units(c))] or parts
+    best: dict[int, Support] = {}
+    for part in parts:
+        own = [n for n in cited if f"[{n}]" in part.replace(" ", "")] or cited
+        found = {n: support(part, sources[n], places.get(n, "")) for n in own if sources.get(n)}
+        if not any(s.supported for s in found.values()):
+            return None
+        for n, s in found.items():
+            if n not in best or s.score > best[n].score:
+                best[n] = s
+    return {n: best.get(n, Support(0.0, False, -1, -1)) for n in cited}
 
 
 # Verbs every question may use that say nothing of its topic ("how do I get...", "what happens if...").

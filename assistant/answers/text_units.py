@@ -243,10 +243,12 @@ def language_of(text: str) -> str:
     return "zh" if cjk and cjk / (cjk + latin) >= 0.25 else "en"
 
 
-# A negation cue: English words (and n't), Chinese characters that negate what follows, without the common
+# A negation cue: English words (and n't, and what forbids), Chinese characters that negate what follows (and 禁,
+# forbid), without the common
 # words they only begin (非常 "very", 未来 "future", 不同 "different", 无论 "whatever", 不过 "but", 别的 "other").
-NEGATION_EN = re.compile(r"\b(?:not|no|never|none|nothing|nobody|neither|nor|cannot|without)\b|n['’]t\b")
-NEGATION_ZH = re.compile(r"(?:不|没|未|无|非|勿|别)(?!同|过|仅|但|久|少|断|管|论|常|来|限|外|然|如|妨|止|错|的)")
+NEGATION_EN = re.compile(r"\b(?:not|no|never|none|nothing|nobody|neither|nor|cannot|without|prohibited|forbidden)\b"
+                         r"|n['’]t\b")
+NEGATION_ZH = re.compile(r"(?:不|没|未|无|非|勿|别)(?!同|过|仅|但|久|少|断|管|论|常|来|限|外|然|如|妨|止|错|的)|禁")
 # "Yes, ..." / "No, ...": the answer to a yes-no question, not a negation of what follows.
 ANSWER_PARTICLE = re.compile(r"^\W*(?:yes|no|是的|不是|对|不)\s*[,，.。!！:：]\s*")
 
@@ -259,9 +261,9 @@ def negated(text: str) -> bool:
     return bool(NEGATION_EN.search(plain_text) or NEGATION_ZH.search(plain_text))
 
 
-CLAUSE_END = re.compile(r"[,，;；:：]\s*|\s+(?:but|however|while|whereas|although)\s+|(?:但是|但|而|不过|然而)")
+CLAUSE_END = re.compile(r"[,，;；:：]\s*|\s+(?:and|but|however|while|whereas|although)\s+|(?:但是|但|而|不过|然而)")
 
 
 def clauses(text: str) -> list[str]:
-    """The clauses of a sentence: cut at commas, semicolons and colons, and before "but" and its kin."""
+    """The clauses of a sentence: cut at commas, semicolons and colons, and at "and", "but" and their kin."""
     return [c for c in CLAUSE_END.split(text) if c.strip()] or [text]
