@@ -195,7 +195,7 @@ def derive(roots: list[Path], seed: int = 0) -> list[Pair]:
             lang, split = ("zh" if zh else "en"), split_of(name)
 
             def add(kind: str, text_: str | None, supported: bool, source: str = passage) -> None:
-                if text_ and text_ != claim or kind == "same":
+                if text_ and (text_ != claim or kind in ("same", "source_swap")):
                     pairs.append(Pair(kind, lang, text_ or claim, source, supported, name, split))
 
             add("same", claim, True)

@@ -120,9 +120,12 @@ async def test_a_question_with_an_absent_word_is_answered_without_the_model(retr
     assert asked[-1].data["answer"].startswith("Echo:"), "off: the model answers whatever is asked"
 
 
-def test_auto_is_on_for_the_packaged_models_only(settings_factory):
+def test_the_rule_is_an_opt_in_and_auto_is_on_for_the_packaged_models_only(settings_factory):
     from assistant.answers.rag import abstains_on_absent_words
 
-    assert abstains_on_absent_words(settings_factory(backend="llamacpp"))
-    assert not abstains_on_absent_words(settings_factory(backend="llamacpp", llamacpp={"model_path": "/m.gguf"}))
-    assert not abstains_on_absent_words(settings_factory(backend="openai"))
+    assert not abstains_on_absent_words(settings_factory(backend="llamacpp")), "off unless asked for"
+    auto = {"absent_words": "auto"}
+    assert abstains_on_absent_words(settings_factory(backend="llamacpp", generation=auto))
+    assert not abstains_on_absent_words(settings_factory(backend="llamacpp", llamacpp={"model_path": "/m.gguf"},
+                                                         generation=auto))
+    assert not abstains_on_absent_words(settings_factory(backend="openai", generation=auto))

@@ -1,0 +1,72 @@
+"""Evaluation sets made by a method: claim/source contrast pairs for the answer check, questions reworded the
+ways people ask, and the one-line headline of an answers report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from evals import contrast_pairs, question_variants
+from evals.eval_answers import headline, outcome
+
+ROOT = Path(__file__).resolve().parents[2]
+ZH = ROOT / "tests" / "fixtures" / "zh-reports"
+
+
+def test_contrast_pairs_of_every_kind_with_their_verdicts(tmp_path):
+    (tmp_path / "leave.md").write_text(
+        "# Leave\n\nNew employees get 13 vacation days per year and they can carry them over to the next year.\n"
+        "Sick leave is separate, and a note from a doctor is needed after three days of absence from Workday.\n",
+        encoding="utf-8")
+    (tmp_path / "travel.md").write_text(
+        "# Travel\n\nBook flights at least 14 days ahead in Concur, and ask your supervisor before booking them.\n",
+        encoding="utf-8")
+    pairs = contrast_pairs.derive([tmp_path])
+    kinds = {p.kind for p in pairs}
+    assert {"same", "paraphrase", "negation", "number", "source_swap"} <= kinds
+    assert all(p.supported == (p.kind in ("same", "paraphrase")) for p in pairs)
+    negated = next(p for p in pairs if p.kind == "negation")
+    assert " not " in negated.claim or "n't" not in negated.claim
+    report = contrast_pairs.agreement(pairs)
+    assert report["by_kind"]["negation"]["en"]["agreement"] == 1.0, report["misses"]
+    assert report["by_kind"]["number"]["en"]["agreement"] == 1.0, report["misses"]
+
+
+def test_contrast_pairs_of_chinese_reports_are_judged_by_kind_and_language():
+    pairs = contrast_pairs.derive([ZH])
+    report = contrast_pairs.agreement(pairs)
+    assert "zh" in {p.language for p in pairs}  # a sentence of commands and names reads as English
+    for kind in ("same", "paraphrase", "negation", "number"):
+        assert report["by_kind"][kind]["zh"]["pairs"] >= 5
+
+
+def test_each_answerable_question_is_reworded_five_ways(tmp_path):
+    rows = [{"id": "a", "question": "How many vacation days does a new employee get?", "source": "leave.md",
+             "answer_facts": ["13"]},
+            {"id": "b", "question": "What is the Wi-Fi password in Sydney?", "unanswerable": True}]
+    made = question_variants.variants(rows)
+    assert {r["variant"] for r in made} == set(question_variants.KINDS)
+    assert all(r["from"] == "a" and r["answer_facts"] == ["13"] and r["source"] == "leave.md" for r in made)
+    by_kind = {r["variant"]: r["question"] for r in made}
+    assert "I've" in by_kind["first_person"] or "I'm" in by_kind["first_person"]
+    assert by_kind["run_on"] == "how many vacation days does a new employee get"
+    assert "staffer" in by_kind["synonym"] and by_kind["typo"] != rows[0]["question"]
+    out = tmp_path / "variants.jsonl"
+    args = type("Args", (), {"file": tmp_path / "q.jsonl", "out": out})()
+    args.file.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    assert question_variants.run(args) == 0 and len(out.read_text().splitlines()) == len(made)
+
+
+def test_the_headline_counts_outcomes_and_the_crag_score():
+    rows = [
+        {"unanswerable": False, "abstained": False, "facts_found": 1},  # right answer
+        {"unanswerable": False, "abstained": True, "facts_found": 0},   # false abstention
+        {"unanswerable": False, "abstained": False, "facts_found": 0},  # answer without the facts
+        {"unanswerable": True, "abstained": True, "facts_found": 0},    # right abstention
+        {"unanswerable": True, "abstained": False, "facts_found": 0},   # invention
+    ]
+    assert [outcome(r) for r in rows] == ["right_answer", "false_abstention", "answer_without_facts",
+                                          "right_abstention", "invention"]
+    line = headline(rows)
+    assert line["crag_score"] == round((1 + 0 - 1 + 1 - 1) / 5, 4)
+    assert line["right_answer"] == line["invention"] == 1
