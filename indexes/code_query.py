@@ -5,13 +5,17 @@ it. The full-text index splits such names into words (`make`, `response`; `Flask
 word), so the BM25 query keeps the whole name (a phrase for snake_case, the word itself for CamelCase)
 and adds its parts, which match the split names in symbols, paths and prose.
 
-"Where is … implemented" questions (or any question naming an identifier) are answered best by
-source files, yet documentation and tests repeat the same names in more words. `PathPrior` adds a
-measured bonus to the fused score of chunks that the ingester cited by line (source code and plain
-text files) outside test paths, and to chunks whose symbol is one of the question's identifiers.
-The test paths are globs in the settings, not a list of files. Measured on 30 questions about Flask
-3.1.3 (sdist: src, docs, tests): the bonus on every question beat the bonus on code questions only
-(hit@1 0.87 against 0.73 at 0.3), since "how does X work" asks about code as often as "where is X".
+"Where is … implemented" questions are answered best by source files, yet documentation and tests
+repeat the same names in more words. `PathPrior` adds a measured bonus to the fused score of chunks
+that the ingester cited by line (source code and plain text files) outside test paths, and to chunks
+whose symbol is one of the question's identifiers. The test paths are globs in the settings, not a
+list of files. Which questions get the source bonus is read from the question's form
+(`question_form`) and from how well each kind of text matches its words: where-is-it questions get
+it; how-do-I questions do not (the page written for users explains it, source files show it in
+pieces); how-does-it-behave questions get it unless a page matches their words far better than any
+source file. A constant bonus on every question, chosen on questions about symbols (hit@1 0.87 on
+the first 30 Flask questions), put source files first for questions documentation answers: derived
+behaviour questions (Flask, tune split) hit@1 0.548 with it against 0.827 by form and words.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from indexes.lexical import identifier_words
+from indexes.question_form import IMPLEMENTATION_INTENT, question_form
 
 # snake_case / SCREAMING_CASE (an inner underscore), CamelCase / camelCase (a lower-case letter
 # followed by an upper-case one that starts a word: not `mRNA`), dotted names (`app.config`)
@@ -29,14 +34,6 @@ _SNAKE = re.compile(r"\b[A-Za-z_][A-Za-z0-9]*_[A-Za-z0-9_]*[A-Za-z0-9]\b")
 _CAMEL = re.compile(r"\b[A-Za-z][a-z0-9]*[a-z0-9][A-Z][a-z][A-Za-z0-9]*\b")
 _DOTTED = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b")
 _CALL = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\(\)")
-
-# Phrases of a question that asks where something lives in a codebase (English and Chinese).
-IMPLEMENTATION_INTENT = re.compile(
-    r"\b(where (is|are|does|do)|implement(ed|s|ation)?|defin(ed|es|ition)|which (function|class|method|module|file)"
-    r"|source code|in the code)\b|在哪|哪个文件|哪个函数|实现|定义",
-    re.IGNORECASE,
-)
-
 
 def identifiers(query: str) -> list[str]:
     """Code identifiers named in a question, in order, without repeats."""
@@ -103,30 +100,58 @@ class PathPrior:
     """Bonuses added to fused scores (which lie in [0, 1] for the linear mix) on code questions."""
 
     source: float = 0.0  # a line-cited chunk outside the test paths
+    words_ratio: float = 1.25  # how much better a page must match a behaviour question's words to go without it
     symbol: float = 0.0  # a chunk whose symbol is one of the question's identifiers
     test_paths: tuple[str, ...] = field(default=DEFAULT_TEST_PATHS)
-    scope: Literal["all", "code-questions"] = "all"  # which questions the source bonus applies to
+    scope: Literal["all", "code-questions", "by-form"] = "by-form"  # which questions the source bonus applies to
 
     @property
     def active(self) -> bool:
         return bool(self.source or self.symbol)
 
+    def source_bonus(self, query: str, doc_words: float, code_words: float) -> float:
+        """The source bonus this question gets under the scope. By form (`question_form`): `source`
+        where it asks where something is implemented; none where it asks how the user does something;
+        where it asks how the system behaves, `source` while the best source candidate matches the
+        question's words about as well as the best documentation one (its BM25 score at least
+        1 / `words_ratio` of theirs), else none: a page that states what was asked in the question's
+        own words is what it asks about."""
+        if self.scope == "all":
+            return self.source
+        if self.scope == "code-questions":
+            return self.source if is_code_question(query) else 0.0
+        form = question_form(query)
+        if form == "behaviour":
+            return self.source if doc_words <= self.words_ratio * code_words else 0.0
+        return self.source if form == "implementation" else 0.0
+
     def is_test(self, path: str) -> bool:
         return any(fnmatch.fnmatchcase(path, pattern) for pattern in self.test_paths)
 
-    def apply(self, query: str, scores: dict[int, float], meta: dict[int, ChunkMeta]) -> dict[int, float]:
+    def is_source(self, m: ChunkMeta) -> bool:
+        """A line-cited chunk outside the test paths: source code (or a plain text file)."""
+        return m.line_cited and not self.is_test(m.path)
+
+    def apply(self, query: str, scores: dict[int, float], meta: dict[int, ChunkMeta],
+              lexical: dict[int, float] | None = None) -> dict[int, float]:
         """Scores with the bonuses added. The source bonus goes to every question (scope "all": in a
-        collection without code nothing is line-cited, so nothing changes) or only to code questions."""
+        collection without code nothing is line-cited, so nothing changes), only to code questions, or
+        (scope "by-form") by the question's form (`source_bonus`). The symbol bonus goes to chunks
+        whose symbol is named in the question."""
         if not self.active:
             return scores
-        source = self.source if self.scope == "all" or is_code_question(query) else 0.0
+        lexical = lexical or {}
+        doc_words = max((lexical.get(cid, 0.0) for cid, m in meta.items() if not m.line_cited and cid in scores), default=0.0)
+        code_words = max((lexical.get(cid, 0.0) for cid, m in meta.items() if self.is_source(m) and cid in scores),
+                         default=0.0)
+        source = self.source_bonus(query, doc_words, code_words)
         names = {n.rsplit(".", 1)[-1].lower() for n in identifiers(query)}
         out = dict(scores)
         for cid, m in meta.items():
             if cid not in out:
                 continue
-            if source and m.line_cited and not self.is_test(m.path):
-                out[cid] += self.source
+            if source and self.is_source(m):
+                out[cid] += source
             if self.symbol and names and m.symbol and m.symbol.rsplit(".", 1)[-1].lower() in names:
                 out[cid] += self.symbol
         return out
