@@ -3,7 +3,9 @@
 A question naming `make_response`, `SESSION_COOKIE_NAME` or `FlaskGroup` wants the place that defines
 it. The full-text index splits such names into words (`make`, `response`; `FlaskGroup` stays one
 word), so the BM25 query keeps the whole name (a phrase for snake_case, the word itself for CamelCase)
-and adds its parts, which match the split names in symbols, paths and prose.
+and adds its parts, which match the split names in symbols, paths and prose. Text the question
+quotes (a pasted error message) is searched as phrases, each run of words between its punctuation:
+derived error-message questions, report split, hit@1 0.831 -> 0.890 (tune split 0.967 either way).
 
 "Where is … implemented" questions are answered best by source files, yet documentation and tests
 repeat the same names in more words. `PathPrior` adds a measured bonus to the fused score of chunks
@@ -59,12 +61,34 @@ def identifier_parts(names: list[str]) -> list[str]:
     return out
 
 
+# Text a question quotes: what the asker pasted (an error message, a log line), to be found as written.
+_QUOTED = re.compile(r"\"([^\"]{8,300})\"|“([^”]{8,300})”|`([^`]{8,300})`")
+_PHRASE_BREAK = re.compile(r"[^\w\s'-]+|'(?=\W|$)|(?<=\W)'")
+
+
+def quoted_phrases(query: str, min_words: int = 3) -> list[str]:
+    """The runs of at least min_words words inside the question's quotes, cut where punctuation
+    stands (`"TypeError: no loader for this environment specified"` -> the message without its
+    exception's name): a pasted message keeps the values it was given, which the code that raises it
+    does not hold, so each run between them is matched as a phrase on its own."""
+    out: list[str] = []
+    for m in _QUOTED.finditer(query):
+        text = next(g for g in m.groups() if g)
+        for run in _PHRASE_BREAK.split(text):
+            words = run.split()
+            if len(words) >= min_words and " ".join(words).lower() not in out:
+                out.append(" ".join(words).lower())
+    return out
+
+
 def expand_terms(terms: list[str], query: str) -> list[str]:
-    """BM25 terms with each identifier kept whole and its parts added after the question's own words."""
+    """BM25 terms with each identifier kept whole and its parts added after the question's own words,
+    and the runs of words it quotes as phrases (before the parts: they are what identifies it)."""
     names = identifiers(query)
-    if not names:
+    phrases = quoted_phrases(query)
+    if not names and not phrases:
         return terms
-    out = list(terms)
+    out = list(terms) + [p for p in phrases if p not in terms]
     for name in names:  # the whole name: dotted names by their last part, which is what a chunk defines
         whole = name.rsplit(".", 1)[-1].lower()
         if whole not in out:

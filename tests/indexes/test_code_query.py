@@ -68,3 +68,14 @@ def test_a_behaviour_question_a_page_states_in_its_words_goes_without_the_source
     assert prior.apply(q, scores, _meta(), {1: 13.0, 3: 10.0}) == scores  # the page matches far better
     lifted = prior.apply("Where is the tuple of four handled?", scores, _meta(), {1: 13.0, 3: 10.0})
     assert max(lifted, key=lifted.get) == 3  # where-is-it questions keep it whatever the words
+
+
+def test_quoted_text_is_searched_as_phrases_between_its_punctuation():
+    from indexes.code_query import quoted_phrases
+
+    q = 'I get "TypeError: \'methods\' should be a list of strings" and “Could not build url for endpoint \'index\'”.'
+    assert quoted_phrases(q) == ["should be a list of strings", "could not build url for endpoint"]
+    assert quoted_phrases('It prints "an error" and `x = 1`.') == []  # runs under three words are words already
+    terms = expand_terms(["get", "typeerror"], 'I get "TypeError: no loader for this environment specified".')
+    assert terms[:3] == ["get", "typeerror", "no loader for this environment specified"]
+    assert expand_terms(["vacation"], "How much vacation do I get?") == ["vacation"]
