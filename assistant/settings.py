@@ -311,8 +311,8 @@ class RetrievalSettings(BaseModel):
     )
     source_prior_words_ratio: float = Field(
         1.25, ge=1, description="by-form: a behaviour question goes without the source prior when the best page's BM25 "
-        "score is above this many times the best source file's (1.25: derived behaviour questions, tune split, "
-        "hit@1 0.827 against 0.548 with the prior on every question; the Flask questions 0.80 from 1.1 to 3)"
+        "score is above this many times the best source file's (1.25: derived behaviour questions of Flask's docs, "
+        "tune split, hit@1 0.827 against 0.548 with the prior on every question; the Flask questions 0.80 from 1.1 to 3)"
     )
     symbol_prior: float = Field(
         0.05, ge=0, le=1, description="added on such questions to chunks whose symbol is one of the question's identifiers "
