@@ -132,7 +132,21 @@ def add_eval_derive(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--set", default="sections", help="the set's name, written on each question (default sections)")
     s.add_argument("--per-section", type=positive_int, default=2, help="most questions from one section (default 2)")
     s.add_argument("--per-document", type=int, default=0, help="most questions from one document (default 0 = no cap)")
-    for p in (c, s):
+    s.add_argument("--source-suffix", help="write each source with this suffix instead (.txt: questions for the "
+                   "scraped copy `derive scraped` writes)")
+    b = kinds.add_parser("behaviour", help="a question per section of the packages' reST docs: its distinctive claim, "
+                         "heading words removed")
+    e = kinds.add_parser("errors", help="a question per error message raised in the packages' source")
+    for p in (b, e):
+        p.add_argument("roots", type=Path, nargs=1, metavar="ROOT", help="folder holding the unpacked packages "
+                       "(scripts/get-eval-packages.sh); sources are relative to it")
+        p.add_argument("--tune", default="flask,click", help="packages of the tune split, comma-separated (default flask,click)")
+    w = kinds.add_parser("scraped", help="copy Markdown files as scraped text: no punctuation, marks or line breaks")
+    w.add_argument("roots", type=Path, nargs=1, metavar="ROOT", help="folder of Markdown files")
+    w.add_argument("--out", type=Path, required=True, help="folder to write the .txt copies to")
+    add_common(w)
+    w.set_defaults(func=eval_commands.run_derive)
+    for p in (c, s, b, e):
         add_common(p)
         p.add_argument("--out", type=Path, required=True, help="JSON Lines file to write")
         p.set_defaults(func=eval_commands.run_derive)

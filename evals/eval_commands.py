@@ -197,23 +197,36 @@ def run_questions(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_derive(args: argparse.Namespace, settings: Settings) -> int:
-    """`assistant eval derive code|sections`: write a derived question set as JSON Lines and print
+    """`assistant eval derive code|sections|behaviour|errors|scraped`: write a derived question set as JSON Lines and print
     its counts by split (and by package for code)."""
     from collections import Counter
 
+    from dataclasses import replace
+
+    from evals import derive_docs
     from evals import derive_questions as dq
 
     roots = [r.expanduser() for r in args.roots]
     for root in roots:
         if not root.is_dir():
             return fail(f"no such folder: {root}")
+    tune = tuple(t.strip() for t in getattr(args, "tune", "").split(",") if t.strip())
     try:
+        if args.derive_kind == "scraped":
+            written = derive_docs.write_scraped(roots[0], args.out)
+            print(json.dumps({"out": str(args.out), "files": len(written)}))
+            return 0 if written else fail(f"no Markdown file under {roots[0]}")
         if args.derive_kind == "code":
-            tune = tuple(t.strip() for t in args.tune.split(",") if t.strip())
             rows = dq.code_questions(roots[0], args.package or None, tune)
+        elif args.derive_kind == "behaviour":
+            rows = derive_docs.behaviour_questions(roots[0], tune)
+        elif args.derive_kind == "errors":
+            rows = derive_docs.error_questions(roots[0], tune)
         else:
             rows = dq.section_questions(dq.read_sections(roots), per_section=args.per_section,
                                         per_document=args.per_document, set_name=args.set)
+            if args.source_suffix:
+                rows = [replace(r, source=str(Path(r.source).with_suffix(args.source_suffix))) for r in rows]
     except (ValueError, OSError) as exc:
         return fail(str(exc))
     if not rows:
@@ -225,7 +238,7 @@ def run_derive(args: argparse.Namespace, settings: Settings) -> int:
     summary: dict = {"out": str(args.out), "set": rows[0].set, "questions": len(rows),
                      "by_split": dict(sorted(Counter(r.split for r in rows).items())),
                      "documents_by_split": dict(sorted(Counter(sp for _, sp in {(r.source, r.split) for r in rows}).items()))}
-    if args.derive_kind == "code":
+    if args.derive_kind in ("code", "behaviour", "errors"):
         summary["by_package"] = {f"{p} ({sp})": n for (p, sp), n in sorted(Counter((r.package, r.split) for r in rows).items())}
     print(json.dumps(summary, ensure_ascii=False))
     return 0

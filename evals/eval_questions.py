@@ -1,6 +1,6 @@
 """Does a question find its source file, and does the answer state the expected facts?
 
-A questions file is JSON Lines: `question`, `source` (a path relative to the ingested root) and
+A questions file is JSON Lines: `question`, `source` (a path relative to the ingested root; `a|b` when either answers) and
 optionally `answer_facts` (strings the answer should contain, compared normalised, `a|b` for
 alternatives) and, for code, `symbol` (the name whose definition the cited lines should contain).
 Derived sets (`evals.derive_questions`) add `split` (`tune` or `report`), `set` and `heading`; a run
@@ -161,6 +161,12 @@ def symbol_cited(hits: list, source: str, symbol: str, root: Path | list[Path] |
     return any(best.line_start <= line <= best.line_end for line in wanted)
 
 
+def first_rank(paths: list[str], source: str) -> int | None:
+    """1-based rank of the first path that is the source (or one of its alternatives, `a|b`); None if absent."""
+    wanted = {s.strip("/") for s in source.split("|")}
+    return next((i for i, p in enumerate(paths, start=1) if p in wanted), None)
+
+
 def evaluate_questions(
     retriever: Retriever, collection: str, questions: list[Question], *, k: int = 10,
     root: Path | list[Path] | None = None
@@ -175,8 +181,8 @@ def evaluate_questions(
         times.append((time.perf_counter() - t0) * 1000)
         paths = [h.path for h in hits]
         files = list(dict.fromkeys(paths))  # distinct files, in the order of their best chunk
-        rank = paths.index(q.source) + 1 if q.source in paths else None
-        file_rank = files.index(q.source) + 1 if q.source in files else None
+        rank = first_rank(paths, q.source)
+        file_rank = first_rank(files, q.source)
         d = {"question": q.question, "source": q.source, "rank": rank, "file_rank": file_rank, "top": files[:3]}
         cited = symbol_cited(hits, q.source, q.symbol, root)
         if cited is not None:

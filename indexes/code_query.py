@@ -3,15 +3,21 @@
 A question naming `make_response`, `SESSION_COOKIE_NAME` or `FlaskGroup` wants the place that defines
 it. The full-text index splits such names into words (`make`, `response`; `FlaskGroup` stays one
 word), so the BM25 query keeps the whole name (a phrase for snake_case, the word itself for CamelCase)
-and adds its parts, which match the split names in symbols, paths and prose.
+and adds its parts, which match the split names in symbols, paths and prose. Text the question
+quotes (a pasted error message) is searched as phrases, each run of words between its punctuation:
+derived error-message questions, report split, hit@1 0.831 -> 0.890 (tune split 0.967 either way).
 
-"Where is … implemented" questions (or any question naming an identifier) are answered best by
-source files, yet documentation and tests repeat the same names in more words. `PathPrior` adds a
-measured bonus to the fused score of chunks that the ingester cited by line (source code and plain
-text files) outside test paths, and to chunks whose symbol is one of the question's identifiers.
-The test paths are globs in the settings, not a list of files. Measured on 30 questions about Flask
-3.1.3 (sdist: src, docs, tests): the bonus on every question beat the bonus on code questions only
-(hit@1 0.87 against 0.73 at 0.3), since "how does X work" asks about code as often as "where is X".
+"Where is … implemented" questions are answered best by source files, yet documentation and tests
+repeat the same names in more words. `PathPrior` adds a measured bonus to the fused score of chunks
+that the ingester cited by line (source code and plain text files) outside test paths, and to chunks
+whose symbol is one of the question's identifiers. The test paths are globs in the settings, not a
+list of files. Which questions get the source bonus is read from the question's form
+(`question_form`) and from how well each kind of text matches its words: where-is-it questions get
+it; how-do-I questions do not (the page written for users explains it, source files show it in
+pieces); how-does-it-behave questions get it unless a page matches their words far better than any
+source file. A constant bonus on every question, chosen on questions about symbols (hit@1 0.87 on
+the first 30 Flask questions), put source files first for questions documentation answers: derived
+behaviour questions (Flask, tune split) hit@1 0.548 with it against 0.827 by form and words.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from indexes.lexical import identifier_words
+from indexes.question_form import IMPLEMENTATION_INTENT, question_form
 
 # snake_case / SCREAMING_CASE (an inner underscore), CamelCase / camelCase (a lower-case letter
 # followed by an upper-case one that starts a word: not `mRNA`), dotted names (`app.config`)
@@ -29,14 +36,6 @@ _SNAKE = re.compile(r"\b[A-Za-z_][A-Za-z0-9]*_[A-Za-z0-9_]*[A-Za-z0-9]\b")
 _CAMEL = re.compile(r"\b[A-Za-z][a-z0-9]*[a-z0-9][A-Z][a-z][A-Za-z0-9]*\b")
 _DOTTED = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b")
 _CALL = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\(\)")
-
-# Phrases of a question that asks where something lives in a codebase (English and Chinese).
-IMPLEMENTATION_INTENT = re.compile(
-    r"\b(where (is|are|does|do)|implement(ed|s|ation)?|defin(ed|es|ition)|which (function|class|method|module|file)"
-    r"|source code|in the code)\b|在哪|哪个文件|哪个函数|实现|定义",
-    re.IGNORECASE,
-)
-
 
 def identifiers(query: str) -> list[str]:
     """Code identifiers named in a question, in order, without repeats."""
@@ -62,12 +61,34 @@ def identifier_parts(names: list[str]) -> list[str]:
     return out
 
 
+# Text a question quotes: what the asker pasted (an error message, a log line), to be found as written.
+_QUOTED = re.compile(r"\"([^\"]{8,300})\"|“([^”]{8,300})”|`([^`]{8,300})`")
+_PHRASE_BREAK = re.compile(r"[^\w\s'-]+|'(?=\W|$)|(?<=\W)'")
+
+
+def quoted_phrases(query: str, min_words: int = 3) -> list[str]:
+    """The runs of at least min_words words inside the question's quotes, cut where punctuation
+    stands (`"TypeError: no loader for this environment specified"` -> the message without its
+    exception's name): a pasted message keeps the values it was given, which the code that raises it
+    does not hold, so each run between them is matched as a phrase on its own."""
+    out: list[str] = []
+    for m in _QUOTED.finditer(query):
+        text = next(g for g in m.groups() if g)
+        for run in _PHRASE_BREAK.split(text):
+            words = run.split()
+            if len(words) >= min_words and " ".join(words).lower() not in out:
+                out.append(" ".join(words).lower())
+    return out
+
+
 def expand_terms(terms: list[str], query: str) -> list[str]:
-    """BM25 terms with each identifier kept whole and its parts added after the question's own words."""
+    """BM25 terms with each identifier kept whole and its parts added after the question's own words,
+    and the runs of words it quotes as phrases (before the parts: they are what identifies it)."""
     names = identifiers(query)
-    if not names:
+    phrases = quoted_phrases(query)
+    if not names and not phrases:
         return terms
-    out = list(terms)
+    out = list(terms) + [p for p in phrases if p not in terms]
     for name in names:  # the whole name: dotted names by their last part, which is what a chunk defines
         whole = name.rsplit(".", 1)[-1].lower()
         if whole not in out:
@@ -103,30 +124,58 @@ class PathPrior:
     """Bonuses added to fused scores (which lie in [0, 1] for the linear mix) on code questions."""
 
     source: float = 0.0  # a line-cited chunk outside the test paths
+    words_ratio: float = 1.25  # how much better a page must match a behaviour question's words to go without it
     symbol: float = 0.0  # a chunk whose symbol is one of the question's identifiers
     test_paths: tuple[str, ...] = field(default=DEFAULT_TEST_PATHS)
-    scope: Literal["all", "code-questions"] = "all"  # which questions the source bonus applies to
+    scope: Literal["all", "code-questions", "by-form"] = "by-form"  # which questions the source bonus applies to
 
     @property
     def active(self) -> bool:
         return bool(self.source or self.symbol)
 
+    def source_bonus(self, query: str, doc_words: float, code_words: float) -> float:
+        """The source bonus this question gets under the scope. By form (`question_form`): `source`
+        where it asks where something is implemented; none where it asks how the user does something;
+        where it asks how the system behaves, `source` while the best source candidate matches the
+        question's words about as well as the best documentation one (its BM25 score at least
+        1 / `words_ratio` of theirs), else none: a page that states what was asked in the question's
+        own words is what it asks about."""
+        if self.scope == "all":
+            return self.source
+        if self.scope == "code-questions":
+            return self.source if is_code_question(query) else 0.0
+        form = question_form(query)
+        if form == "behaviour":
+            return self.source if doc_words <= self.words_ratio * code_words else 0.0
+        return self.source if form == "implementation" else 0.0
+
     def is_test(self, path: str) -> bool:
         return any(fnmatch.fnmatchcase(path, pattern) for pattern in self.test_paths)
 
-    def apply(self, query: str, scores: dict[int, float], meta: dict[int, ChunkMeta]) -> dict[int, float]:
+    def is_source(self, m: ChunkMeta) -> bool:
+        """A line-cited chunk outside the test paths: source code (or a plain text file)."""
+        return m.line_cited and not self.is_test(m.path)
+
+    def apply(self, query: str, scores: dict[int, float], meta: dict[int, ChunkMeta],
+              lexical: dict[int, float] | None = None) -> dict[int, float]:
         """Scores with the bonuses added. The source bonus goes to every question (scope "all": in a
-        collection without code nothing is line-cited, so nothing changes) or only to code questions."""
+        collection without code nothing is line-cited, so nothing changes), only to code questions, or
+        (scope "by-form") by the question's form (`source_bonus`). The symbol bonus goes to chunks
+        whose symbol is named in the question."""
         if not self.active:
             return scores
-        source = self.source if self.scope == "all" or is_code_question(query) else 0.0
+        lexical = lexical or {}
+        doc_words = max((lexical.get(cid, 0.0) for cid, m in meta.items() if not m.line_cited and cid in scores), default=0.0)
+        code_words = max((lexical.get(cid, 0.0) for cid, m in meta.items() if self.is_source(m) and cid in scores),
+                         default=0.0)
+        source = self.source_bonus(query, doc_words, code_words)
         names = {n.rsplit(".", 1)[-1].lower() for n in identifiers(query)}
         out = dict(scores)
         for cid, m in meta.items():
             if cid not in out:
                 continue
-            if source and m.line_cited and not self.is_test(m.path):
-                out[cid] += self.source
+            if source and self.is_source(m):
+                out[cid] += source
             if self.symbol and names and m.symbol and m.symbol.rsplit(".", 1)[-1].lower() in names:
                 out[cid] += self.symbol
         return out

@@ -56,6 +56,7 @@ class RetrievalConfig(Protocol):
     code_terms: bool
     source_prior: float
     source_prior_scope: Any
+    source_prior_words_ratio: float
     symbol_prior: float
     test_paths: list[str]
     searches_at_once: int
@@ -185,6 +186,6 @@ def retriever_from(config: RetrievalConfig, store: Store, embedder: Any,
         merge_adjacent=config.merge_adjacent,
         code_terms=config.code_terms,
         prior=PathPrior(source=config.source_prior, symbol=config.symbol_prior, test_paths=tuple(config.test_paths),
-                        scope=config.source_prior_scope),
+                        scope=config.source_prior_scope, words_ratio=config.source_prior_words_ratio),
         searches_at_once=config.searches_at_once,
     )

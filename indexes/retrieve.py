@@ -381,7 +381,7 @@ class Retriever:
             missing = [cid for cid in fused if cid not in meta]
             meta.update(self.chunk_meta(missing))
         if self.prior.active:
-            fused = self.prior.apply(cands.query, fused, meta)
+            fused = self.prior.apply(cands.query, fused, meta, cands.lexical_scores)
         order = ranked(fused)
         scores = fused
         records: dict[int, ChunkRecord] = {}

@@ -47,3 +47,35 @@ def test_code_questions_scope_leaves_other_questions_alone():
     prior = PathPrior(source=0.3, scope="code-questions")
     assert prior.apply("How do I configure the app for production?", scores, _meta()) == scores
     assert PathPrior().apply("Where is make_response implemented?", scores, _meta()) == scores  # all zero: off
+
+
+def test_by_form_scope_leaves_out_questions_on_how_the_user_does_something():
+    scores = {1: 0.9, 2: 0.85, 3: 0.7}
+    prior = PathPrior(source=0.3, scope="by-form")
+    assert prior.apply("How do I make the app reject unknown hosts?", scores, _meta()) == scores
+    assert prior.apply("If I return a tuple of four, which shapes does it accept?", scores, _meta()) == scores
+    lifted = prior.apply("What happens if my view returns a tuple of four?", scores, _meta())
+    assert max(lifted, key=lifted.get) == 3
+    assert PathPrior(source=0.3).scope == "by-form"
+
+
+def test_a_behaviour_question_a_page_states_in_its_words_goes_without_the_source_bonus():
+    scores = {1: 0.9, 2: 0.85, 3: 0.7}
+    prior = PathPrior(source=0.3, scope="by-form", words_ratio=1.25)
+    q = "What happens if my view returns a tuple of four?"
+    comparable = prior.apply(q, scores, _meta(), {1: 11.0, 2: 30.0, 3: 10.0})  # tests do not count as source
+    assert max(comparable, key=comparable.get) == 3
+    assert prior.apply(q, scores, _meta(), {1: 13.0, 3: 10.0}) == scores  # the page matches far better
+    lifted = prior.apply("Where is the tuple of four handled?", scores, _meta(), {1: 13.0, 3: 10.0})
+    assert max(lifted, key=lifted.get) == 3  # where-is-it questions keep it whatever the words
+
+
+def test_quoted_text_is_searched_as_phrases_between_its_punctuation():
+    from indexes.code_query import quoted_phrases
+
+    q = 'I get "TypeError: \'methods\' should be a list of strings" and “Could not build url for endpoint \'index\'”.'
+    assert quoted_phrases(q) == ["should be a list of strings", "could not build url for endpoint"]
+    assert quoted_phrases('It prints "an error" and `x = 1`.') == []  # runs under three words are words already
+    terms = expand_terms(["get", "typeerror"], 'I get "TypeError: no loader for this environment specified".')
+    assert terms[:3] == ["get", "typeerror", "no loader for this environment specified"]
+    assert expand_terms(["vacation"], "How much vacation do I get?") == ["vacation"]
