@@ -5,7 +5,7 @@
 
 import { api } from "./api.js";
 import { t } from "./i18n.js";
-import { el } from "./sources.js";
+import { el } from "./dom.js";
 
 const MAX_COMMENT_CHARS = 2000; // indexes/feedback.py MAX_COMMENT_CHARS
 let busy = false; // an answer is streaming: no turn may be answered again meanwhile

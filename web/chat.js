@@ -7,9 +7,9 @@ import { api } from "./api.js";
 import { closeDrawer } from "./drawer.js";
 import { t } from "./i18n.js";
 import { decorateCode, markUnknownCitations, renderMarkdown } from "./markdown.js";
-import { choose, chosenCollections, fillPicker, wirePicker } from "./picker.js";
-import { documentScope } from "./documents.js";
-import { el, jumpToSource, renderSources } from "./sources.js";
+import { choose, chosenCollections, documentScope, fillPicker, wirePicker } from "./picker.js";
+import { el, confirmThen } from "./dom.js";
+import { jumpToSource, renderSources } from "./sources.js";
 import { readEvents } from "./sse.js";
 import { answerNotes, citedSentences, markAnswer, toUnits } from "./support.js";
 
@@ -122,23 +122,6 @@ function markCurrent(li, current) {
     if (current) node.setAttribute("aria-current", "true");
     else node.removeAttribute("aria-current");
   }
-}
-
-/** A destructive button asks once more in place (no window.confirm) before it acts. */
-export function confirmThen(button, question, action) {
-  if (button.dataset.armed) {
-    action();
-    return;
-  }
-  const label = button.textContent;
-  button.dataset.armed = "1";
-  button.textContent = question;
-  button.classList.add("armed");
-  setTimeout(() => {
-    delete button.dataset.armed;
-    button.textContent = label;
-    button.classList.remove("armed");
-  }, 4000);
 }
 
 function startRename(li, c) {

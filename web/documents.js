@@ -5,9 +5,9 @@
 
 import { api } from "./api.js";
 import { onLanguageChange, t } from "./i18n.js";
-import { confirmThen, loadCollections as refreshPicker } from "./chat.js";
-import { el } from "./sources.js";
-import { choose } from "./picker.js";
+import { loadCollections as refreshPicker } from "./chat.js";
+import { confirmThen, el } from "./dom.js";
+import { choose, scopedDocument, setScope } from "./picker.js";
 import { FINISHED, counting, currentFiles, outcomes, shownSeconds, smoothEta } from "./jobs.js";
 
 const $ = (sel) => document.querySelector(sel);
@@ -412,17 +412,10 @@ export function wireDocuments() {
 
 // ---------------------------------------------------------------- asking about one document
 
-let asked = null; // the document the next questions are about: {id, collection, path, title}
-
-/** What /api/ask gets for the document being asked about ({} when none): chat.js adds it to its request. */
-export function documentScope() {
-  return asked ? { document: asked.id, collections: [asked.collection] } : {};
-}
-
 /** The next questions are about this document ({id, collection, path, title}): the chat view, its collection chosen. */
 export function askAbout(doc) {
-  asked = { id: doc.id, collection: doc.collection, path: doc.path, title: doc.title || doc.path };
-  choose($("#collection"), [asked.collection]);
+  setScope(doc);
+  choose($("#collection"), [doc.collection]);
   showScope();
   const focus = () => $("#question").focus();
   if (location.hash === "#chat") focus();
@@ -443,6 +436,7 @@ function askButton(doc) {
 /** Above the question box, while a document is asked about: which one, and a button to ask the collections again. */
 function showScope() {
   let line = $("#doc-scope");
+  const asked = scopedDocument();
   if (!asked) {
     line?.remove();
     return;
@@ -456,7 +450,7 @@ function showScope() {
   clear.type = "button";
   clear.setAttribute("aria-label", t("docs.askAboutClear"));
   clear.addEventListener("click", () => {
-    asked = null;
+    setScope(null);
     showScope();
     $("#question").focus();
   });

@@ -1,6 +1,8 @@
 // The collections a question is asked in: a list beside the question box in which several can be chosen
 // at once. A click adds a collection to the choice or takes it out, with no modifier key to know about;
-// the keyboard keeps the list's own keys. The choice is remembered between visits.
+// the keyboard keeps the list's own keys. The choice is remembered between visits. A question may also be
+// scoped to one document of a collection (asked about from the documents view or a preview): that scope
+// lives here too, beside the choice it narrows.
 
 import { t } from "./i18n.js";
 
@@ -49,4 +51,19 @@ export function wirePicker(select) {
     select.dispatchEvent(new Event("change", { bubbles: true }));
   });
   select.addEventListener("change", () => localStorage.setItem(STORAGE_KEY, chosenCollections(select).join(",")));
+}
+
+let scoped = null; // the document the next questions are about: {id, collection, path, title}
+
+/** The document the next questions are about, or null. */
+export const scopedDocument = () => scoped;
+
+/** Ask the next questions about `doc` ({id, collection, path, title}) alone, or (null) about the chosen collections. */
+export function setScope(doc) {
+  scoped = doc ? { id: doc.id, collection: doc.collection, path: doc.path, title: doc.title || doc.path } : null;
+}
+
+/** What /api/ask gets for the document being asked about ({} when none). */
+export function documentScope() {
+  return scoped ? { document: scoped.id, collections: [scoped.collection] } : {};
 }

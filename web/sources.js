@@ -4,19 +4,13 @@
 // Every document string goes in as textContent or through the sanitizer.
 
 import { api } from "./api.js";
+import { el } from "./dom.js";
 import { t } from "./i18n.js";
 import { markUnknownCitations } from "./markdown.js";
 import { markText, renderPassageView } from "./passage.js";
 import { supportLevel, supportLine, toUnits } from "./support.js";
 
 const $ = (sel) => document.querySelector(sel);
-
-export function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  return node;
-}
 
 export function locationOf(src) {
   if (src.page) return t("src.page", { page: src.page });

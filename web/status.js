@@ -2,7 +2,7 @@
 
 import { api } from "./api.js";
 import { t } from "./i18n.js";
-import { el } from "./sources.js";
+import { el } from "./dom.js";
 
 const $ = (sel) => document.querySelector(sel);
 const GIB = 1024 ** 3;
