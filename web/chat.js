@@ -11,6 +11,7 @@ import { choose, chosenCollections, documentScope, fillPicker, wirePicker } from
 import { el, confirmThen } from "./dom.js";
 import { jumpToSource, renderSources } from "./sources.js";
 import { readEvents } from "./sse.js";
+import { showStart, wireStart } from "./start.js";
 import { answerNotes, citedSentences, markAnswer, toUnits } from "./support.js";
 
 const CONVERSATION_KEY = "rag.conversation";
@@ -47,15 +48,37 @@ export async function loadCollections() {
     showStatus(err.message);
     return;
   }
+  const ready = collections.some((c) => c.documents > 0);
+  showStart(!ready);
+  els.intro.hidden = !ready || Boolean(els.chat.querySelector(".turn"));
+  notReady(ready ? "" : t(collections.length ? "chat.notReady.empty" : "chat.notReady.none"));
   if (!collections.length) {
     els.collection.replaceChildren(el("option", "", t("chat.collections.none")));
     els.collection.disabled = true;
-    showStatus(t("chat.noCollections"), "info");
     return;
   }
   fillPicker(els.collection, collections);
   els.collection.disabled = Boolean(controller);
   if (els.status.dataset.kind === "info") clearStatus();
+}
+
+let askReason = ""; // why Ask is disabled when nothing is busy: no collection holds a document yet
+
+/** Ask is disabled, with its reason under it, until a collection holds documents. */
+function notReady(reason) {
+  askReason = reason;
+  els.askReason.textContent = reason;
+  els.askReason.hidden = !reason;
+  if (reason) els.ask.setAttribute("aria-describedby", "ask-reason");
+  else els.ask.removeAttribute("aria-describedby");
+  if (!controller) els.ask.disabled = Boolean(reason);
+}
+
+/** A collection made from the start panel is ingested: list it, ask in it. */
+async function startedWith(name) {
+  await loadCollections();
+  if (chooseCollection([name])) els.collection.dispatchEvent(new Event("change", { bubbles: true }));
+  els.question.focus();
 }
 
 const chooseCollection = (names) => choose(els.collection, names);
@@ -174,7 +197,7 @@ export function newConversation() {
   controller?.abort();
   setConversation(null);
   els.chat.querySelectorAll(".turn").forEach((n) => n.remove());
-  els.intro.hidden = false;
+  els.intro.hidden = !$("#start").hidden;
   clearStatus();
   els.question.focus();
 }
@@ -217,7 +240,7 @@ function drawTurn(variants, index, replacing = null) {
   renderSources(view.block, turn.sources || [], view.id);
   finishAnswer(view, turn.answer);
   showCheck(view, turn.check, turn.sources || [], turn.model_answer);
-  markUnfinished(view, turn.status);
+  markUnfinished(view, turn.status, Boolean(turn.answer));
   replacing?.replaceWith(view.turn);
   withActions(view, variants, index);
   return view;
@@ -308,7 +331,7 @@ function showCheck(view, check, sources, modelAnswer) {
 }
 
 function setBusy(busy) {
-  els.ask.disabled = busy;
+  els.ask.disabled = busy || Boolean(askReason);
   els.stop.disabled = !busy;
   els.collection.disabled = busy || !collections.length;
   actionsBusy(els.chat, busy);
@@ -321,12 +344,19 @@ function stoppedSources(view, sources) {
 }
 
 /** Under the text of an answer that ended before it was complete: stopped, or failed (a saved one). */
-function markUnfinished(view, status) {
+function markUnfinished(view, status, said = true) {
   if (status !== "stopped" && status !== "error") return;
   const note = status === "stopped"
-    ? el("p", "turn-note stopped-mark", t("chat.stopped")) : el("p", "turn-error", t("chat.failedSaved"));
+    ? el("p", "turn-note stopped-mark", t(said ? "chat.stopped" : "chat.stoppedEmpty"))
+    : el("p", "turn-error", t("chat.failedSaved"));
   note.dataset.status = status;
   view.answer.after(note);
+}
+
+/** Say once, politely, that an answer ended (the streamed text itself is not read out word by word). */
+function announce(message) {
+  els.live.textContent = "";
+  setTimeout(() => { els.live.textContent = message; }, 50); // a change a screen reader notices
 }
 
 function failTurn(view, message) {
@@ -413,11 +443,13 @@ async function ask(question, again = null) {
     if (stopped) {
       sources = stoppedSources(view, sources);
       if (sources.length) renderSources(view.block, sources, view.id);
-      markUnfinished(view, "stopped");
+      markUnfinished(view, "stopped", Boolean(text));
     }
+    announce(t(finished ? "chat.done" : stopped ? (text ? "chat.stopped" : "chat.stoppedEmpty") : "chat.ended"));
     finishAnswer(view, finished ? text : "");
     if (finished) showCheck(view, check, sources, modelAnswer);
-    const answered = { id: finished ? turnId : null, question, answer: text, sources, check, model_answer: modelAnswer };
+    const answered = { id: finished ? turnId : null, question, answer: text, sources, check, model_answer: modelAnswer,
+      status: finished ? "done" : stopped ? "stopped" : "error" };
     const variants = answered.id ? [...(again?.variants || []), answered] : [answered];
     if (answered.id) again?.article.remove();
     else if (again) again.article.hidden = false;
@@ -472,11 +504,13 @@ export function wireChat() {
   Object.assign(els, {
     collection: $("#collection"), chat: $("#chat"), intro: $("#intro"), status: $("#status"),
     form: $("#ask-form"), question: $("#question"), ask: $("#ask"), stop: $("#stop"),
-    newChat: $("#new-chat"), convList: $("#conv-list"), convSearch: $("#conv-search"),
+    newChat: $("#new-chat"), convList: $("#conv-list"), convSearch: $("#conv-search"), askReason: $("#ask-reason"),
+    live: $("#answer-live"),
   });
+  wireStart(startedWith);
   els.form.addEventListener("submit", (ev) => {
     ev.preventDefault();
-    if (!controller) ask(els.question.value.trim());
+    if (!controller && !askReason) ask(els.question.value.trim());
   });
   els.question.addEventListener("keydown", (ev) => {
     if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {

@@ -8,6 +8,7 @@ import { onLanguageChange, t } from "./i18n.js";
 import { loadCollections as refreshPicker } from "./chat.js";
 import { confirmThen, el } from "./dom.js";
 import { choose, scopedDocument, setScope } from "./picker.js";
+import { droppedFiles } from "./start.js";
 import { FINISHED, counting, currentFiles, outcomes, shownSeconds, smoothEta } from "./jobs.js";
 
 const $ = (sel) => document.querySelector(sel);
@@ -312,25 +313,6 @@ async function uploadFiles(files) {
   }
 }
 
-/** Files of a drop, folders walked (webkitGetAsEntry) so a dropped folder uploads its files. */
-async function droppedFiles(items) {
-  const files = [];
-  const walk = async (entry) => {
-    if (entry.isFile) files.push(await new Promise((ok, fail) => entry.file(ok, fail)));
-    else if (entry.isDirectory) {
-      const reader = entry.createReader();
-      for (;;) {
-        const batch = await new Promise((ok, fail) => reader.readEntries(ok, fail));
-        if (!batch.length) break;
-        for (const child of batch) await walk(child);
-      }
-    }
-  };
-  const entries = [...items].map((i) => i.webkitGetAsEntry?.()).filter(Boolean);
-  for (const entry of entries) await walk(entry);
-  return files;
-}
-
 /**
  * Show or clear the page's own message for a name the field's pattern (the server's rule) refuses; the
  * form is `novalidate`, so the browser's generic "match the requested format" never shows.
@@ -376,8 +358,7 @@ export function wireDocuments() {
   zone.addEventListener("drop", async (ev) => {
     ev.preventDefault();
     zone.classList.remove("over");
-    const files = ev.dataTransfer.items?.length ? await droppedFiles(ev.dataTransfer.items) : [...ev.dataTransfer.files];
-    uploadFiles(files.length ? files : [...ev.dataTransfer.files]);
+    uploadFiles((await droppedFiles(ev.dataTransfer)).files);
   });
   for (const id of ["#pick-files", "#pick-folder"]) {
     $(id).addEventListener("change", (ev) => {

@@ -18,6 +18,7 @@ export function choose(select, names) {
   const options = [...select.options];
   if (!options.some((o) => o.value && wanted.has(o.value))) return false;
   for (const o of options) o.selected = wanted.has(o.value);
+  markSelected(select);
   return true;
 }
 
@@ -37,6 +38,12 @@ export function fillPicker(select, collections) {
   }
   select.size = Math.min(Math.max(collections.length, 2), MAX_ROWS);
   if (!choose(select, before) && !choose(select, saved) && select.options.length) select.options[0].selected = true;
+  markSelected(select);
+}
+
+/** Each option says whether it is chosen through aria-selected (a screen reader's word, not a glyph). */
+function markSelected(select) {
+  for (const o of select.options) o.setAttribute("aria-selected", String(o.selected));
 }
 
 /** A click on a collection toggles it (a list would otherwise keep only the one clicked); the choice is saved. */
@@ -50,7 +57,10 @@ export function wirePicker(select) {
     select.dispatchEvent(new Event("input", { bubbles: true }));
     select.dispatchEvent(new Event("change", { bubbles: true }));
   });
-  select.addEventListener("change", () => localStorage.setItem(STORAGE_KEY, chosenCollections(select).join(",")));
+  select.addEventListener("change", () => {
+    markSelected(select);
+    localStorage.setItem(STORAGE_KEY, chosenCollections(select).join(","));
+  });
 }
 
 let scoped = null; // the document the next questions are about: {id, collection, path, title}

@@ -29,7 +29,10 @@ export function whyFound(src) {
   return why.length ? t("src.why", { why: why.join(t("src.whySep")) }) : "";
 }
 
-function sourceCard(src, turnId) {
+/** The file name a path ends with, and the folder above it when there is one: enough to tell two apart. */
+const shortPath = (path) => String(path || "").split("/").slice(-2).join("/");
+
+function sourceCard(src, turnId, repeated = false) {
   const card = el("article", "source-card");
   card.id = `src-${turnId}-${src.n}`;
   card.dataset.n = src.n;
@@ -42,8 +45,12 @@ function sourceCard(src, turnId) {
 
   const head = el("div", "source-head");
   head.append(el("span", "source-n", `[${src.n}]`));
-  const open = el("button", "source-title", src.title || src.path);
+  const title = src.title || src.path;
+  // two sources of one title (two files' "Leave types") are told apart by where they lie
+  const open = el("button", "source-title", repeated && src.path ? `${title} (${shortPath(src.path)})` : title);
   open.type = "button";
+  open.title = src.path && src.path !== title ? `${title} — ${src.path}` : title;
+  open.setAttribute("aria-label", `[${src.n}] ${open.title}`);
   open.setAttribute("aria-haspopup", "dialog");
   head.append(open);
   card.append(head);
@@ -69,6 +76,9 @@ export function renderSources(block, sources, turnId, { pending = false } = {}) 
   const drawn = block.querySelector(".sources");
   const wrap = el("section", pending ? "sources pending" : "sources");
   wrap.setAttribute("aria-label", t("src.label"));
+  const paths = new Map(); // a title -> the paths of the sources under it
+  for (const s of sources) paths.set(s.title || s.path, (paths.get(s.title || s.path) || new Set()).add(s.path));
+  const repeated = (s) => paths.get(s.title || s.path).size > 1;
   const cited = sources.filter((s) => s.cited);
   const others = sources.filter((s) => !s.cited);
   const othersKey = pending ? "src.retrieved" : "src.others";
@@ -76,7 +86,7 @@ export function renderSources(block, sources, turnId, { pending = false } = {}) 
     if (!group.length) continue;
     wrap.append(el("h3", `sources-title ${cls}`, t(key)));
     const list = el("div", "source-list");
-    group.forEach((s) => list.append(sourceCard(s, turnId)));
+    group.forEach((s) => list.append(sourceCard(s, turnId, repeated(s))));
     wrap.append(list);
   }
   if (!sources.length) wrap.append(el("p", "sources-none", t("src.none")));
