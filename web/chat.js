@@ -113,7 +113,27 @@ export async function loadConversations({ redraw = false } = {}) {
   drawn = key;
   els.convList.replaceChildren();
   if (!list.length) els.convList.append(el("li", "muted conv-empty", t(q ? "conv.noMatch" : "conv.none")));
-  for (const c of list) els.convList.append(conversationItem(c));
+  let day = "";
+  for (const c of list) {
+    const group = dayGroup(c.updated_at);
+    if (group !== day) {
+      day = group;
+      els.convList.append(el("li", "conv-day", t(`conv.day.${group}`)));
+    }
+    els.convList.append(conversationItem(c));
+  }
+}
+
+/** When a conversation was last used, as the sidebar groups it: today, yesterday, this week, earlier. */
+export function dayGroup(iso, now = new Date()) {
+  const then = new Date(iso);
+  if (Number.isNaN(then.getTime())) return "earlier";
+  const midnight = new Date(now.getFullYear(), now.getMonth(), now.getDate()).getTime();
+  const day = 24 * 3600 * 1000;
+  if (then.getTime() >= midnight) return "today";
+  if (then.getTime() >= midnight - day) return "yesterday";
+  if (then.getTime() >= midnight - 6 * day) return "week";
+  return "earlier";
 }
 
 function conversationItem(c) {
@@ -121,6 +141,8 @@ function conversationItem(c) {
   li.dataset.id = c.id;
   const open = el("button", "conv-open", c.title || t("conv.untitled"));
   open.type = "button";
+  const used = new Date(c.updated_at);
+  open.title = Number.isNaN(used.getTime()) ? open.textContent : `${open.textContent}\n${used.toLocaleString()}`;
   open.addEventListener("click", () => {
     openConversation(c.id);
     closeDrawer();

@@ -9,14 +9,14 @@ import { loadCollections as refreshPicker } from "./chat.js";
 import { confirmThen, el } from "./dom.js";
 import { choose, scopedDocument, setScope } from "./picker.js";
 import { droppedFiles } from "./start.js";
-import { FINISHED, counting, currentFiles, outcomes, shownSeconds, smoothEta } from "./jobs.js";
+import { FINISHED, counting, currentFiles, outcomes, shownSeconds, timeLeft } from "./jobs.js";
 
 const $ = (sel) => document.querySelector(sel);
 const POLL_MS = 1000;
 
 let selected = localStorage.getItem("rag.documents.collection") || "";
 const watched = new Map(); // job id -> timer
-const estimates = new Map(); // job id -> its smoothed time left (jobs.js)
+const estimates = new Map(); // job id -> its time left from the files done (jobs.js)
 
 /** A job's or document's state in the page's language (as it is when there is no word for it). */
 function stateName(state) {
@@ -25,11 +25,14 @@ function stateName(state) {
   return word === key ? state : word;
 }
 
-function note(message, kind = "info") {
+let noteJob = null; // the job the message on screen is about: it goes when that job ends
+
+function note(message, kind = "info", job = null) {
   const box = $("#docs-status");
   box.textContent = message;
   box.dataset.kind = kind;
   box.hidden = !message;
+  noteJob = message ? job : null;
 }
 
 /** Which model embeds a collection, in words: the two packaged ones by what they are for. */
@@ -87,6 +90,7 @@ function factLine(facts) {
 }
 
 function selectCollection(name) {
+  if (name !== selected) note(""); // what was said was about the other collection
   selected = name;
   localStorage.setItem("rag.documents.collection", name);
   document.querySelectorAll(".collection-card").forEach((c) => c.setAttribute("aria-pressed", String(c.dataset.name === name)));
@@ -155,9 +159,9 @@ function jobFacts(job) {
   if (counting(job)) return t(job.status === "pending" ? "docs.waitingFiles" : "docs.countingFiles");
   const facts = [t("docs.progress", { done: job.files_done || 0, total: job.files_total })];
   if (job.rate_files_per_s) facts.push(t("docs.rate", { rate: job.rate_files_per_s.toFixed(2) }));
-  const smoothed = smoothEta(estimates.get(job.id) || null, job.status === "running" ? job.eta_s : null, Date.now());
-  if (smoothed) estimates.set(job.id, smoothed);
-  const left = shownSeconds(smoothed);
+  const estimate = timeLeft(estimates.get(job.id) || null, job, Date.now());
+  estimates.set(job.id, estimate);
+  const left = shownSeconds(estimate);
   if (job.status === "running" && left) facts.push(t("docs.eta", { eta: left }));
   return facts.join(" · ");
 }
@@ -236,6 +240,7 @@ function watchJob(id) {
     if (FINISHED.includes(job.status)) {
       watched.delete(id);
       estimates.delete(id);
+      if (noteJob === id) note("");
       loadDocumentsView();
       refreshPicker();
       return;
@@ -288,7 +293,7 @@ async function showLastJob(job, collection) {
       retry.disabled = true;
       try {
         const res = await api.retryJob(job.id);
-        note(t("docs.retrying", { n: res.retried }));
+        note(t("docs.retrying", { n: res.retried }), "info", res.job);
         watchJob(res.job);
       } catch (err) {
         retry.disabled = false;
@@ -306,7 +311,7 @@ async function uploadFiles(files) {
   if (!files.length || !selected) return;
   try {
     const res = await api.upload(selected, files);
-    note(t("docs.queued", { n: res.files.length }));
+    note(t(res.files.length === 1 ? "docs.queued1" : "docs.queued", { n: res.files.length }), "info", res.job);
     watchJob(res.job);
   } catch (err) {
     note(err.message, "error");

@@ -98,7 +98,7 @@ async function startWith(files, folder, ready) {
   try {
     const taken = new Set((await api.collections()).map((c) => c.name));
     const name = await createFresh(collectionNameFor(files, folder), taken);
-    say(t("start.uploading", { n: files.length, name }));
+    say(t(files.length === 1 ? "start.uploading1" : "start.uploading", { n: files.length, name }));
     const res = await api.upload(name, files);
     const job = await follow(res.job);
     const n = outcomes(job);
