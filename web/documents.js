@@ -129,7 +129,9 @@ async function showCollection() {
     const action = el("td");
     if (d.status !== "failed" && d.chunks) action.append(askButton({ ...d, collection: selected }), " ");
     action.append(del);
-    row.append(name, el("td", "", d.kind), el("td", "", stateName(d.status)), el("td", "num", d.chunks), action);
+    const cells = [el("td", "", d.kind), el("td", "", stateName(d.status)), el("td", "num", d.chunks)];
+    ["docs.kind", "docs.status", "docs.chunkCol"].forEach((key, i) => { cells[i].dataset.label = t(key); }); // cards on phones
+    row.append(name, ...cells, action);
     table.append(row);
   }
 }

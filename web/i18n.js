@@ -27,7 +27,7 @@ const STRINGS = {
     "start.nothing": "No file of “{name}” could be read; the Documents view says why.",
     "chat.notReady.none": "Add documents first: drop them above, or use the Documents view.",
     "chat.notReady.empty": "The collections hold no documents yet: add some in the Documents view.",
-    "theme.label": "Theme", "theme.system": "System theme", "theme.light": "Light", "theme.dark": "Dark",
+    "theme.label": "Theme (Auto follows the system)", "theme.system": "Auto", "theme.light": "Light", "theme.dark": "Dark",
     "chat.loading": "Loading…", "chat.collections": "Collections",
     "chat.collectionsHelp": "A question can be asked in several collections at once: a click on a collection adds it or takes it out; with the keyboard, Shift and the arrow keys choose several.",
     "chat.intro": "Choose one or more collections beside the question box and ask a question. Answers cite their sources as [1]; select a source to read the passage in its document.",
@@ -126,7 +126,7 @@ const STRINGS = {
     "error.commentTooLong": "The comment is too long: {length} characters, at most {limit}.",
   },
   zh: {
-    "theme.label": "主题", "theme.system": "跟随系统", "theme.light": "浅色", "theme.dark": "深色",
+    "theme.label": "主题（自动：跟随系统）", "theme.system": "自动", "theme.light": "浅色", "theme.dark": "深色",
     "start.heading": "从您自己的文档开始", "start.drop": "将文件或文件夹拖放到这里，或",
     "start.pickFiles": "选择文件", "start.pickFolder": "添加文件夹",
     "start.hint": "将以它们的名称新建一个文档集并读取，然后即可在此提问。",
