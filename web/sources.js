@@ -159,8 +159,11 @@ function sourceChunks(ctx, src) {
 function placeOf(ctx, src) {
   const target = ctx.chunks.find((c) => c.target) || ctx.chunks[0];
   const place = src && (src.line_start || src.page) ? src : target;
-  return [ctx.document.collection, ctx.document.path, place && locationOf(place), place?.symbol || src?.symbol]
-    .filter(Boolean).join(" · ");
+  // a text whose lines run for pages is shown in parts: where the part lies says more than "line 1"
+  const inParts = ctx.passage?.format === "text" && !place?.page && place?.line_start && place.line_start === place.line_end
+    && ctx.document.chunks > 1 && Number.isInteger(target?.ordinal);
+  const where = inParts ? t("src.part", { n: target.ordinal + 1, total: ctx.document.chunks }) : place && locationOf(place);
+  return [ctx.document.collection, ctx.document.path, where, place?.symbol || src?.symbol].filter(Boolean).join(" · ");
 }
 
 function renderPassage(body, ctx, src) {
@@ -175,10 +178,13 @@ function renderPassage(body, ctx, src) {
   const out = renderPassageView(ctx.passage);
   body.replaceChildren(out);
   const targets = [...out.querySelectorAll(".passage-chunk.target")];
-  markText(targets, supportText(sourceChunks(ctx, src), src?.support?.span));
-  if (targets.length) { // the start of the source's part at the top; only the preview scrolls, not the page under it
-    const top = targets[0].getBoundingClientRect().top - body.getBoundingClientRect().top + body.scrollTop;
-    body.scrollTop = Math.max(0, top - 8);
+  const marks = markText(targets, supportText(sourceChunks(ctx, src), src?.support?.span));
+  // the first highlight in view: the span that supports the answer, else the start of the source's part,
+  // a few lines under the top for context; only the preview scrolls, not the page under it
+  const first = marks[0] || targets[0];
+  if (first) {
+    const top = first.getBoundingClientRect().top - body.getBoundingClientRect().top + body.scrollTop;
+    body.scrollTop = Math.max(0, top - (marks.length ? Math.min(body.clientHeight / 4, 120) : 8));
   }
 }
 

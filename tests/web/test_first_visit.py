@@ -5,7 +5,8 @@ named after them and the first answer comes with its sources (the time this path
 artifact). Around that answer: the screen reader's words (chosen collections, the answer's end, sources
 named "[n] title — path"), thumbs as icons, the conversations by day and found by their text, the theme
 chosen on the page, an answer stopped before its first word, a queued message gone with its job, and on a
-phone the collections on one line, the documents as cards and the server's health in reach.
+phone the collections on one line, the documents as cards and the server's health in reach; a text
+without line breaks previewed in parts, opened at its highlight.
 Screenshots at 390 and 1440 px; axe-core finds no serious or critical violation."""
 
 from __future__ import annotations
@@ -188,3 +189,46 @@ def test_a_stopped_turn_without_words_a_queued_message_that_goes_with_its_job_an
         actions.click()  # answered again: now a whole answer, with all its actions
         expect(page.locator(".turn-actions .feedback-up")).to_be_visible(timeout=ANSWER_TIMEOUT_MS)
         expect(page.locator(".stopped-mark")).to_have_count(0)
+
+
+def upload(base: str, collection: str, name: str, data: bytes) -> None:
+    """`name` uploaded into a new collection, and its ingestion finished."""
+    httpx.post(f"{base}/api/collections", json={"name": collection})
+    job = httpx.post(f"{base}/api/collections/{collection}/documents", headers={"X-Requested-By": "web"},
+                     files={"files": (name, data, "text/plain")}).json()["job"]
+    wait_until(lambda: httpx.get(f"{base}/api/jobs/{job}").json()["status"], accept=lambda s: s == "done",
+               timeout=INGEST_TIMEOUT_MS / 1000, interval=0.2, what="the upload's ingestion")
+
+
+def test_a_text_without_line_breaks_opens_at_its_highlight_in_parts(browser, empty_server, tmp_path_factory):
+    """A .txt of one 25,000-character line (as pasted articles are): the preview shows its parts, says which
+    part (not "line 1") and opens scrolled to the source, however far down it lies."""
+    lines = [f"Stage {i} of the river walk passes the old mill and the willow bank near village {i % 37}. "
+             for i in range(300)]
+    lines.insert(220, "The lighthouse keeper's cat is called Biscuit and sleeps on the lamp room stairs. ")
+    upload(empty_server, "wall", "river-walk.txt", "".join(lines).encode())
+    with checked_page(browser, empty_server, viewport={"width": 1440, "height": 900}, locale="en-GB") as page:
+        page.add_init_script("localStorage.setItem('rag.collection', 'wall')")
+        page.goto("/")
+        expect(page.locator("#collection option[value='wall']")).to_have_attribute("aria-selected", "true")
+        page.fill("#question", "What is the lighthouse keeper's cat called?")
+        page.press("#question", "Enter")
+        card = page.locator(".turn .source-card", has_text="lighthouse").first
+        expect(card).to_be_visible(timeout=ANSWER_TIMEOUT_MS)
+        card.click()
+        target = page.locator("#preview .passage-chunk.target").first
+        expect(target).to_be_visible()
+        expect(page.locator("#preview-meta")).to_contain_text(re.compile(r"part \d+ of \d+"))
+        expect(page.locator("#preview-meta")).not_to_contain_text("line 1")
+        body = page.locator("#preview-body")
+        assert body.evaluate("(b) => b.scrollHeight > b.clientHeight"), "the passage is longer than the preview"
+        seen = page.evaluate("""() => {
+          const body = document.querySelector('#preview-body').getBoundingClientRect();
+          const first = (document.querySelector('#preview mark.support-span')
+            || document.querySelector('#preview .passage-chunk.target')).getBoundingClientRect();
+          return first.top >= body.top && first.top < body.bottom;
+        }""")
+        assert seen, "the preview opened away from its highlight"
+        problems: dict[str, list[str]] = {}
+        shoot(page, artifacts_dir(tmp_path_factory), problems, "preview")
+        assert not problems, f"serious or critical accessibility violations: {problems}"
