@@ -7,6 +7,7 @@ import { api } from "./api.js";
 import { el } from "./dom.js";
 import { t } from "./i18n.js";
 import { markUnknownCitations } from "./markdown.js";
+import { readsWhole, showWhole } from "./original.js";
 import { markText, renderPassageView } from "./passage.js";
 import { supportLevel, supportLine, toUnits } from "./support.js";
 
@@ -173,6 +174,9 @@ function renderPassage(body, ctx, src) {
   const link = $("#preview-file");
   link.href = doc.file_url;
   link.hidden = false;
+  const whole = $("#preview-whole");
+  whole.hidden = !readsWhole(doc);
+  whole.onclick = () => showWhole(body, doc);
   document.dispatchEvent(new CustomEvent("preview-document", { detail: doc })); // documents.js: ask about it
 
   const out = renderPassageView(ctx.passage);
@@ -194,6 +198,7 @@ export async function openPreview(src) {
   $("#preview-title").textContent = src.title || src.path;
   $("#preview-meta").textContent = [src.collection, src.path, locationOf(src)].filter(Boolean).join(" · ");
   $("#preview-file").hidden = true;
+  $("#preview-whole").hidden = true;
   body.replaceChildren(el("p", "muted", t("preview.loading")));
   if (!dlg.open) dlg.showModal();
   const chunkId = src.chunk_id ?? Number(String(src.url).split("/").pop());

@@ -3,7 +3,7 @@ data (echo backend, an ingestion worker beside it): the empty chat page offers a
 picker, says why Ask is disabled and links to the documents view; three dropped files become a collection
 named after them and the first answer comes with its sources (the time this path takes is written as an
 artifact). Around that answer: the screen reader's words (chosen collections, the answer's end, sources
-named "[n] title — path"), thumbs as icons, the conversations by day and found by their text, the theme
+named "[n] title — path"), a Markdown source read whole and raw, thumbs as icons, the conversations by day and found by their text, the theme
 chosen on the page, an answer stopped before its first word, a queued message gone with its job, and on a
 phone the collections on one line, the documents as cards and the server's health in reach; a text
 without line breaks previewed in parts, opened at its highlight.
@@ -117,6 +117,20 @@ def test_a_new_user_drops_three_files_and_gets_an_answer_with_sources(browser, e
         page.fill("#conv-search", "")
         expect(page.locator(".conv-item")).to_have_count(1)
         shoot(page, out, problems, "answer")
+
+        # a Markdown source read whole in the preview: rendered at the passage, its raw text on request
+        page.locator(".turn .source-card").first.click()
+        expect(page.locator("#preview .passage-chunk.target").first).to_be_visible()
+        page.click("#preview-whole")
+        whole = page.locator("#preview .whole-file")
+        expect(whole.locator("h1")).to_have_text("Sourdough bread")
+        expect(whole.locator(".target").first).to_be_visible()
+        page.click("#preview .raw-toggle")
+        raw = page.locator("#preview .raw-file")
+        expect(raw).to_contain_text("# Sourdough bread\n\n## Starter")
+        assert raw.evaluate("(n) => getComputedStyle(n).whiteSpace") == "pre-wrap"
+        expect(whole).to_be_hidden()
+        page.click("#preview-close")
 
         # the theme chosen on the page wins over the system's, and is kept
         background = "getComputedStyle(document.body).backgroundColor"
