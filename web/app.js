@@ -2,7 +2,8 @@
 // sidebar (a drawer on phones: drawer.js), the language switch and the theme (light, dark, the system's). Plain ES modules, no build step.
 
 import { LANGUAGES, language, onLanguageChange, setLanguage, t, translate } from "./i18n.js";
-import { loadCollections, loadConversations, openConversation, startChat, wireChat } from "./chat.js";
+import { loadCollections, openConversation, startChat, wireChat } from "./chat.js";
+import { loadConversations } from "./conversations.js";
 import { loadDocumentsView, wireDocuments } from "./documents.js";
 import { wireDrawer } from "./drawer.js";
 import { wirePreview } from "./sources.js";

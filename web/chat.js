@@ -1,5 +1,5 @@
-// Asking and the saved conversations: the sidebar (new, search, rename, delete), a conversation's
-// turns restored on reload, and the streamed answer with its state, sources, copy and stop; once
+// Asking and the saved conversations: a conversation's turns restored on reload (the sidebar that lists
+// them is conversations.js), and the streamed answer with its state, sources, copy and stop; once
 // done, how well its sources support it.
 
 import { actionsBusy, answerActions, copyText, focusArrow } from "./actions.js";
@@ -8,7 +8,8 @@ import { closeDrawer } from "./drawer.js";
 import { t } from "./i18n.js";
 import { decorateCode, markUnknownCitations, renderMarkdown } from "./markdown.js";
 import { choose, chosenCollections, documentScope, fillPicker, wirePicker } from "./picker.js";
-import { el, confirmThen } from "./dom.js";
+import { loadConversations, markCurrentConversation, wireConversations } from "./conversations.js";
+import { el } from "./dom.js";
 import { jumpToSource, renderSources } from "./sources.js";
 import { readEvents } from "./sse.js";
 import { showStart, wireStart } from "./start.js";
@@ -83,136 +84,11 @@ async function startedWith(name) {
 
 const chooseCollection = (names) => choose(els.collection, names);
 
-// ---------------------------------------------------------------- the sidebar
-
-let searchTimer = 0;
-let listing = 0; // only the latest listing is drawn (an older one may answer last)
-let drawn = ""; // the listing on screen: the same one again is not redrawn
-
-/**
- * List the conversations in the sidebar. A listing equal to the one on screen is left alone, so a refresh
- * that changes nothing keeps an armed delete button, an open rename and the keyboard focus; `redraw`
- * draws it anyway (to close a rename, or in another language).
- */
-export async function loadConversations({ redraw = false } = {}) {
-  const q = els.convSearch.value.trim();
-  const mine = ++listing;
-  let list;
-  try {
-    list = (await api.conversations(q)).conversations;
-  } catch (err) {
-    if (mine === listing) {
-      els.convList.replaceChildren(el("li", "muted", err.message));
-      drawn = "";
-    }
-    return;
-  }
-  if (mine !== listing) return;
-  const key = JSON.stringify([q, conversationId, list]);
-  if (key === drawn && !redraw) return;
-  drawn = key;
-  els.convList.replaceChildren();
-  if (!list.length) els.convList.append(el("li", "muted conv-empty", t(q ? "conv.noMatch" : "conv.none")));
-  let day = "";
-  for (const c of list) {
-    const group = dayGroup(c.updated_at);
-    if (group !== day) {
-      day = group;
-      els.convList.append(el("li", "conv-day", t(`conv.day.${group}`)));
-    }
-    els.convList.append(conversationItem(c));
-  }
-}
-
-/** When a conversation was last used, as the sidebar groups it: today, yesterday, this week, earlier. */
-export function dayGroup(iso, now = new Date()) {
-  const then = new Date(iso);
-  if (Number.isNaN(then.getTime())) return "earlier";
-  const midnight = new Date(now.getFullYear(), now.getMonth(), now.getDate()).getTime();
-  const day = 24 * 3600 * 1000;
-  if (then.getTime() >= midnight) return "today";
-  if (then.getTime() >= midnight - day) return "yesterday";
-  if (then.getTime() >= midnight - 6 * day) return "week";
-  return "earlier";
-}
-
-function conversationItem(c) {
-  const li = el("li", "conv-item");
-  li.dataset.id = c.id;
-  const open = el("button", "conv-open", c.title || t("conv.untitled"));
-  open.type = "button";
-  const used = new Date(c.updated_at);
-  open.title = Number.isNaN(used.getTime()) ? open.textContent : `${open.textContent}\n${used.toLocaleString()}`;
-  open.addEventListener("click", () => {
-    openConversation(c.id);
-    closeDrawer();
-  });
-  const rename = el("button", "conv-rename quiet icon", "✎");
-  rename.type = "button";
-  rename.setAttribute("aria-label", `${t("conv.rename")}: ${c.title || t("conv.untitled")}`);
-  rename.addEventListener("click", () => startRename(li, c));
-  const del = el("button", "conv-delete quiet icon", "×");
-  del.type = "button";
-  del.setAttribute("aria-label", `${t("conv.delete")}: ${c.title || t("conv.untitled")}`);
-  del.addEventListener("click", () => confirmThen(del, t("conv.confirmDelete"), () => removeConversation(c.id)));
-  li.append(open, rename, del);
-  markCurrent(li, c.id === conversationId);
-  return li;
-}
-
-/** The conversation on screen is the current one in the sidebar: its item, and its button for the keyboard. */
-function markCurrent(li, current) {
-  for (const node of [li, li.querySelector(".conv-open")]) {
-    if (!node) continue;
-    if (current) node.setAttribute("aria-current", "true");
-    else node.removeAttribute("aria-current");
-  }
-}
-
-function startRename(li, c) {
-  const form = el("form", "conv-rename-form");
-  const input = el("input");
-  input.value = c.title;
-  input.maxLength = 200;
-  input.setAttribute("aria-label", t("conv.renamePrompt"));
-  const save = el("button", "", t("conv.save"));
-  save.type = "submit";
-  form.append(input, save);
-  form.addEventListener("submit", async (ev) => {
-    ev.preventDefault();
-    try {
-      await api.renameConversation(c.id, input.value);
-      loadConversations({ redraw: true });
-    } catch (err) {
-      showStatus(err.message);
-    }
-  });
-  input.addEventListener("keydown", (ev) => {
-    if (ev.key !== "Escape") return;
-    ev.stopPropagation(); // Esc ends the rename, not the drawer it is in
-    loadConversations({ redraw: true });
-  });
-  li.replaceChildren(form);
-  input.focus();
-  input.select();
-}
-
-async function removeConversation(id) {
-  try {
-    await api.deleteConversation(id);
-  } catch (err) {
-    showStatus(err.message);
-    return;
-  }
-  if (id === conversationId) newConversation();
-  loadConversations();
-}
-
 function setConversation(id) {
   conversationId = id;
   if (id) localStorage.setItem(CONVERSATION_KEY, String(id));
   else localStorage.removeItem(CONVERSATION_KEY);
-  els.convList.querySelectorAll(".conv-item").forEach((li) => markCurrent(li, Number(li.dataset.id) === id));
+  markCurrentConversation(id);
 }
 
 export function newConversation() {
@@ -526,7 +402,7 @@ export function wireChat() {
   Object.assign(els, {
     collection: $("#collection"), chat: $("#chat"), intro: $("#intro"), status: $("#status"),
     form: $("#ask-form"), question: $("#question"), ask: $("#ask"), stop: $("#stop"),
-    newChat: $("#new-chat"), convList: $("#conv-list"), convSearch: $("#conv-search"), askReason: $("#ask-reason"),
+    newChat: $("#new-chat"), askReason: $("#ask-reason"),
     live: $("#answer-live"),
   });
   wireStart(startedWith);
@@ -551,9 +427,14 @@ export function wireChat() {
     newConversation();
     closeDrawer();
   });
-  els.convSearch.addEventListener("input", () => {
-    clearTimeout(searchTimer);
-    searchTimer = setTimeout(loadConversations, 200);
+  wireConversations({
+    current: () => conversationId,
+    open: (id) => {
+      openConversation(id);
+      closeDrawer();
+    },
+    removed: (id) => { if (id === conversationId) newConversation(); },
+    fail: showStatus,
   });
   wirePicker(els.collection);
   els.chat.addEventListener("click", (ev) => {
