@@ -13,7 +13,14 @@ import { supportLevel, supportLine, toUnits } from "./support.js";
 
 const $ = (sel) => document.querySelector(sel);
 
+/** Whether a document is a spreadsheet, by its file's extension: its "pages" are its sheets. */
+export const isSheet = (path) => /\.(xlsx|xls|ods)$/i.test(String(path || ""));
+
 export function locationOf(src) {
+  if (src.page && isSheet(src.path)) { // the sheet by its name (the heading the parser gave it), else its number
+    const sheet = String(src.heading_path || "").split(" › ")[0];
+    return sheet ? t("src.sheet", { sheet }) : t("src.sheetN", { n: src.page });
+  }
   if (src.page) return t("src.page", { page: src.page });
   if (src.line_start) {
     return src.line_end && src.line_end !== src.line_start
@@ -163,7 +170,8 @@ function placeOf(ctx, src) {
   // a text whose lines run for pages is shown in parts: where the part lies says more than "line 1"
   const inParts = ctx.passage?.format === "text" && !place?.page && place?.line_start && place.line_start === place.line_end
     && ctx.document.chunks > 1 && Number.isInteger(target?.ordinal);
-  const where = inParts ? t("src.part", { n: target.ordinal + 1, total: ctx.document.chunks }) : place && locationOf(place);
+  const where = inParts ? t("src.part", { n: target.ordinal + 1, total: ctx.document.chunks })
+    : place && locationOf({ ...place, path: ctx.document.path });
   return [ctx.document.collection, ctx.document.path, where, place?.symbol || src?.symbol].filter(Boolean).join(" · ");
 }
 
@@ -179,7 +187,7 @@ function renderPassage(body, ctx, src) {
   whole.onclick = () => showWhole(body, doc);
   document.dispatchEvent(new CustomEvent("preview-document", { detail: doc })); // documents.js: ask about it
 
-  const out = renderPassageView(ctx.passage);
+  const out = renderPassageView(ctx.passage, { sheets: isSheet(doc.path) });
   body.replaceChildren(out);
   const targets = [...out.querySelectorAll(".passage-chunk.target")];
   const marks = markText(targets, supportText(sourceChunks(ctx, src), src?.support?.span));

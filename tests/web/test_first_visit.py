@@ -6,7 +6,8 @@ artifact). Around that answer: the screen reader's words (chosen collections, th
 named "[n] title — path"), a Markdown source read whole and raw, thumbs as icons, the conversations by day and found by their text, the theme
 chosen on the page, an answer stopped before its first word, a queued message gone with its job, and on a
 phone the collections on one line, the documents as cards and the server's health in reach; a text
-without line breaks previewed in parts, opened at its highlight.
+without line breaks previewed in parts, opened at its highlight; a spreadsheet's sources named by sheet,
+and its tables and a PDF's ruled table previewed as tables.
 Screenshots at 390 and 1440 px; axe-core finds no serious or critical violation."""
 
 from __future__ import annotations
@@ -246,3 +247,35 @@ def test_a_text_without_line_breaks_opens_at_its_highlight_in_parts(browser, emp
         problems: dict[str, list[str]] = {}
         shoot(page, artifacts_dir(tmp_path_factory), problems, "preview")
         assert not problems, f"serious or critical accessibility violations: {problems}"
+
+
+def test_a_spreadsheet_is_named_by_its_sheets_and_tables_are_shown_as_tables(browser, empty_server, tmp_path):
+    """A workbook's source says its sheet (not "page 2") and previews as a table, as does a PDF's ruled table."""
+    from tests.support.table_fixtures import write_pdf, write_xlsx
+
+    write_xlsx(tmp_path / "inventory.xlsx")
+    write_pdf(tmp_path / "prices.pdf")
+    httpx.post(f"{empty_server}/api/collections", json={"name": "tables"})
+    files = [("files", (name, (tmp_path / name).read_bytes(), "application/octet-stream"))
+             for name in ("inventory.xlsx", "prices.pdf")]
+    job = httpx.post(f"{empty_server}/api/collections/tables/documents", headers={"X-Requested-By": "web"},
+                     files=files, timeout=60).json()["job"]
+    wait_until(lambda: httpx.get(f"{empty_server}/api/jobs/{job}").json()["status"], accept=lambda s: s == "done",
+               timeout=INGEST_TIMEOUT_MS / 1000, interval=0.2, what="the tables' ingestion")
+    with checked_page(browser, empty_server, viewport={"width": 1440, "height": 900}, locale="en-GB") as page:
+        page.add_init_script("localStorage.setItem('rag.collection', 'tables')")
+        page.goto("/")
+        expect(page.locator("#collection option[value='tables']")).to_have_attribute("aria-selected", "true")
+        page.fill("#question", "Which monitor is 34 inch, and what does incident response cost per hour?")
+        page.press("#question", "Enter")
+        expect(page.locator(".answer").last).to_have_attribute("aria-busy", "false", timeout=ANSWER_TIMEOUT_MS)
+        sheet = page.locator(".turn .source-card", has_text="inventory.xlsx").first
+        expect(sheet.locator(".source-path")).to_contain_text(re.compile("sheet “(Laptops|Monitors)”"))
+        expect(sheet.locator(".source-path")).not_to_contain_text("page")
+        sheet.click()
+        expect(page.locator("#preview-meta")).to_contain_text("sheet “")
+        expect(page.locator("#preview .passage-chunk.has-table table").first).to_be_visible()
+        expect(page.locator("#preview .passage")).not_to_contain_text("|---")
+        page.click("#preview-close")
+        page.locator(".turn .source-card", has_text="prices.pdf").first.click()
+        expect(page.locator("#preview .passage-chunk.has-table table th", has_text="Response SLA").first).to_be_visible()
