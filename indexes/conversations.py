@@ -10,7 +10,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
-from sqlalchemy import func
+from sqlalchemy import func, or_
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -47,17 +47,26 @@ def get_conversation(engine: Engine, conversation_id: int) -> Conversation | Non
 
 
 def list_conversations(
-    engine: Engine, *, title_contains: str | None = None, limit: int = 50, offset: int = 0,
-    owner_key: int | None | bool = False,
+    engine: Engine, *, title_contains: str | None = None, text_contains: str | None = None, limit: int = 50,
+    offset: int = 0, owner_key: int | None | bool = False,
 ) -> tuple[list[Conversation], int]:
     """The conversations most recently used first (a page of them), and how many match in all; only
-    those of `owner_key` when it is given (None = those made without a key; False = everyone's)."""
+    those of `owner_key` when it is given (None = those made without a key; False = everyone's), those
+    whose title holds `title_contains`, and those whose title, questions or answers hold `text_contains`
+    (any case; a conversation is found by what was said in it, not only by its first question)."""
     with _session(engine) as s:
         where = []
         if owner_key is not False:
             where.append(col(Conversation.owner_key).is_(None) if owner_key is None else Conversation.owner_key == owner_key)
         if title_contains:
             where.append(col(Conversation.title).contains(title_contains, autoescape=True))
+        if text_contains:
+            said = select(Turn.id).where(
+                Turn.conversation_id == Conversation.id,
+                or_(col(Turn.question).icontains(text_contains, autoescape=True),
+                    col(Turn.answer).icontains(text_contains, autoescape=True)),
+            )
+            where.append(or_(col(Conversation.title).icontains(text_contains, autoescape=True), said.exists()))
         total = s.exec(select(func.count()).select_from(Conversation).where(*where)).one()
         rows = s.exec(
             select(Conversation).where(*where)

@@ -1,11 +1,11 @@
-// The actions under an answer: copy its text (the Markdown as written), thumbs up or down with an
+// The actions under an answer: copy its text (the Markdown as written), thumbs up or down (icons) with an
 // optional comment, and on the conversation's last question regenerate and edit-and-resend; ‹ n / N ›
 // flips between the answers one question was given. All of it is stored with the turn on the server,
 // so a reload draws the same. chat.js draws the turns and hands each one its answers here.
 
 import { api } from "./api.js";
 import { t } from "./i18n.js";
-import { el } from "./sources.js";
+import { el } from "./dom.js";
 
 const MAX_COMMENT_CHARS = 2000; // indexes/feedback.py MAX_COMMENT_CHARS
 let busy = false; // an answer is streaming: no turn may be answered again meanwhile
@@ -51,7 +51,14 @@ export function answerActions(view, variants, index, hooks = {}) {
     copy.addEventListener("click", () => copyText(shown.answer, copy));
     bar.append(copy);
   }
-  if (shown.id) {
+  if (shown.id && shown.status === "stopped" && !shown.answer) {
+    // stopped before a word: nothing to judge, copy or edit; it can only be answered again
+    bar.dataset.turnId = shown.id;
+    if (variants.length > 1) bar.append(...variantArrows(variants, index, hooks.flip));
+    const again = button("regenerate last-only", t("actions.regenerate"), t("actions.regenerateLabel"));
+    again.addEventListener("click", () => hooks.resend(shown.question));
+    bar.append(again);
+  } else if (shown.id) {
     bar.dataset.turnId = shown.id;
     if (variants.length > 1) bar.append(...variantArrows(variants, index, hooks.flip));
     const { thumbs, below } = feedbackControls(shown, hooks.conversationId);
@@ -86,14 +93,38 @@ export function focusArrow(turn, direction) {
   (wanted && !wanted.disabled ? wanted : other)?.focus();
 }
 
+// A thumb drawn as lines (Lucide's thumbs-up, ISC licence), not an emoji: a machine without an emoji font
+// showed empty boxes, and the lines take the text's colour in both themes.
+const THUMB = ["M7 10v12", "M15 5.88 14 10h5.83a2 2 0 0 1 1.92 2.56l-2.33 8A2 2 0 0 1 17.5 22H4a2 2 0 0 1-2-2v-8"
+  + "a2 2 0 0 1 2-2h2.76a2 2 0 0 0 1.79-1.11L12 2a3.13 3.13 0 0 1 3 3.88Z"];
+
+/** A thumb up (or, turned over, down) as an inline SVG hidden from screen readers: the button names it. */
+function thumbIcon(down = false) {
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  for (const [k, v] of Object.entries({ viewBox: "0 0 24 24", width: "16", height: "16", fill: "none",
+    stroke: "currentColor", "stroke-width": "2", "stroke-linecap": "round", "stroke-linejoin": "round",
+    "aria-hidden": "true", focusable: "false", class: "thumb" })) svg.setAttribute(k, v);
+  const g = document.createElementNS(ns, "g");
+  if (down) g.setAttribute("transform", "rotate(180 12 12)");
+  for (const d of THUMB) {
+    const path = document.createElementNS(ns, "path");
+    path.setAttribute("d", d);
+    g.append(path);
+  }
+  svg.append(g);
+  return svg;
+}
+
 /**
- * ▲ / ▼ (good / bad) (pressed = the stored rating; pressed again = withdrawn), and below them the comment box of a
- * rated answer and a line that says what became of the last change.
+ * Thumbs up / down (good / bad) (pressed = the stored rating; pressed again = withdrawn), and below them the
+ * comment box of a rated answer and a line that says what became of the last change.
  */
 function feedbackControls(turn, conversationId) {
-  // ▲ ▼ rather than emoji thumbs: every font has them, and a machine without an emoji font showed empty boxes.
-  const up = button("feedback-up", "▲", t("actions.good"));
-  const down = button("feedback-down", "▼", t("actions.bad"));
+  const up = button("feedback-up", "", t("actions.good"));
+  const down = button("feedback-down", "", t("actions.bad"));
+  up.append(thumbIcon());
+  down.append(thumbIcon(true));
   up.title = t("actions.good");
   down.title = t("actions.bad");
   const box = el("details", "feedback-comment");

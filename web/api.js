@@ -39,7 +39,20 @@ const OWN_WORDS = {
   turn_not_last: "error.turnNotLast",
   turn_not_found: "error.turnNotFound",
   comment_too_long: "error.commentTooLong",
+  upload_name_unusable: "error.uploadUnusable",
+  upload_name_folder: "error.uploadFolder",
+  upload_name_control: "error.uploadControl",
+  upload_name_encoded: "error.uploadEncoded",
+  upload_name_hidden: "error.uploadHidden",
+  upload_name_spaces: "error.uploadSpaces",
+  upload_name_too_long: "error.uploadNameLong",
+  upload_name_twice: "error.uploadTwice",
+  upload_too_large: "error.uploadTooLarge",
+  upload_no_files: "error.uploadNoFiles",
 };
+
+/** The codes whose own words say it all: no "Error 400:" before them. */
+const PLAIN = new Set(Object.keys(OWN_WORDS));
 
 /** What an error body says: the page's words for a code it knows, else the server's detail and field errors. */
 function wordsOf(body, fallback) {
@@ -59,9 +72,13 @@ function wordsOf(body, fallback) {
 /** Turn an error response (JSON {status_code, detail, code, extra?}) into one readable sentence. */
 async function describe(resp) {
   let detail = resp.statusText || "";
+  let code = "";
   try {
-    detail = wordsOf(await resp.json(), detail);
+    const body = await resp.json();
+    code = body?.code || "";
+    detail = wordsOf(body, detail);
   } catch { /* not JSON: keep the status text */ }
+  if (PLAIN.has(code) && resp.status !== 429) return detail;
   if (resp.status === 429) {
     const wait = resp.headers.get("Retry-After");
     return wait ? t("error.busyWait", { detail, wait }) : t("error.busy", { detail });

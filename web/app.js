@@ -1,8 +1,9 @@
 // The page: three views (chat, documents, status) chosen by the URL hash, the conversations
-// sidebar (a drawer on phones: drawer.js), and the language switch. Plain ES modules, no build step.
+// sidebar (a drawer on phones: drawer.js), the language switch and the theme (light, dark, the system's). Plain ES modules, no build step.
 
-import { LANGUAGES, language, onLanguageChange, setLanguage, translate } from "./i18n.js";
-import { loadCollections, loadConversations, openConversation, startChat, wireChat } from "./chat.js";
+import { LANGUAGES, language, onLanguageChange, setLanguage, t, translate } from "./i18n.js";
+import { loadCollections, openConversation, startChat, wireChat } from "./chat.js";
+import { loadConversations } from "./conversations.js";
 import { loadDocumentsView, wireDocuments } from "./documents.js";
 import { wireDrawer } from "./drawer.js";
 import { wirePreview } from "./sources.js";
@@ -44,7 +45,42 @@ function wireLanguage() {
   });
 }
 
+const THEME_KEY = "rag.theme";
+const THEMES = ["system", "light", "dark"];
+
+/** Light, dark, or the system's: the page's colours (app.css) and the code highlighting's sheet follow. */
+function applyTheme(theme) {
+  const root = document.documentElement;
+  if (theme === "light" || theme === "dark") root.dataset.theme = theme;
+  else delete root.dataset.theme;
+  document.querySelectorAll("link[data-code-theme]").forEach((link) => {
+    const own = link.dataset.codeTheme;
+    link.media = theme === "system" || !THEMES.includes(theme) ? `(prefers-color-scheme: ${own})` : theme === own ? "all" : "not all";
+  });
+}
+
+function wireTheme() {
+  const select = $("#theme");
+  const fill = () => {
+    select.replaceChildren(...THEMES.map((name) => {
+      const opt = document.createElement("option");
+      opt.value = name;
+      opt.textContent = t(`theme.${name}`);
+      return opt;
+    }));
+    select.value = localStorage.getItem(THEME_KEY) || "system";
+  };
+  fill();
+  applyTheme(select.value);
+  select.addEventListener("change", () => {
+    localStorage.setItem(THEME_KEY, select.value);
+    applyTheme(select.value);
+  });
+  onLanguageChange(fill);
+}
+
 translate();
+wireTheme();
 wireLanguage();
 wireDrawer(); // before wireChat: Esc closes an open drawer before it stops an answer
 wireChat();

@@ -1,5 +1,5 @@
-// Asking and the saved conversations: the sidebar (new, search, rename, delete), a conversation's
-// turns restored on reload, and the streamed answer with its state, sources, copy and stop; once
+// Asking and the saved conversations: a conversation's turns restored on reload (the sidebar that lists
+// them is conversations.js), and the streamed answer with its state, sources, copy and stop; once
 // done, how well its sources support it.
 
 import { actionsBusy, answerActions, copyText, focusArrow } from "./actions.js";
@@ -7,10 +7,12 @@ import { api } from "./api.js";
 import { closeDrawer } from "./drawer.js";
 import { t } from "./i18n.js";
 import { decorateCode, markUnknownCitations, renderMarkdown } from "./markdown.js";
-import { choose, chosenCollections, fillPicker, wirePicker } from "./picker.js";
-import { documentScope } from "./documents.js";
-import { el, jumpToSource, renderSources } from "./sources.js";
+import { choose, chosenCollections, documentScope, fillPicker, wirePicker } from "./picker.js";
+import { loadConversations, markCurrentConversation, wireConversations } from "./conversations.js";
+import { el } from "./dom.js";
+import { jumpToSource, renderSources } from "./sources.js";
 import { readEvents } from "./sse.js";
+import { showStart, wireStart } from "./start.js";
 import { answerNotes, citedSentences, markAnswer, toUnits } from "./support.js";
 
 const CONVERSATION_KEY = "rag.conversation";
@@ -47,10 +49,13 @@ export async function loadCollections() {
     showStatus(err.message);
     return;
   }
+  const ready = collections.some((c) => c.documents > 0);
+  showStart(!ready);
+  els.intro.hidden = !ready || Boolean(els.chat.querySelector(".turn"));
+  notReady(ready ? "" : t(collections.length ? "chat.notReady.empty" : "chat.notReady.none"));
   if (!collections.length) {
     els.collection.replaceChildren(el("option", "", t("chat.collections.none")));
     els.collection.disabled = true;
-    showStatus(t("chat.noCollections"), "info");
     return;
   }
   fillPicker(els.collection, collections);
@@ -58,140 +63,39 @@ export async function loadCollections() {
   if (els.status.dataset.kind === "info") clearStatus();
 }
 
+let askReason = ""; // why Ask is disabled when nothing is busy: no collection holds a document yet
+
+/** Ask is disabled, with its reason under it, until a collection holds documents. */
+function notReady(reason) {
+  askReason = reason;
+  els.askReason.textContent = reason;
+  els.askReason.hidden = !reason;
+  if (reason) els.ask.setAttribute("aria-describedby", "ask-reason");
+  else els.ask.removeAttribute("aria-describedby");
+  if (!controller) els.ask.disabled = Boolean(reason);
+}
+
+/** A collection made from the start panel is ingested: list it, ask in it. */
+async function startedWith(name) {
+  await loadCollections();
+  if (chooseCollection([name])) els.collection.dispatchEvent(new Event("change", { bubbles: true }));
+  els.question.focus();
+}
+
 const chooseCollection = (names) => choose(els.collection, names);
-
-// ---------------------------------------------------------------- the sidebar
-
-let searchTimer = 0;
-let listing = 0; // only the latest listing is drawn (an older one may answer last)
-let drawn = ""; // the listing on screen: the same one again is not redrawn
-
-/**
- * List the conversations in the sidebar. A listing equal to the one on screen is left alone, so a refresh
- * that changes nothing keeps an armed delete button, an open rename and the keyboard focus; `redraw`
- * draws it anyway (to close a rename, or in another language).
- */
-export async function loadConversations({ redraw = false } = {}) {
-  const q = els.convSearch.value.trim();
-  const mine = ++listing;
-  let list;
-  try {
-    list = (await api.conversations(q)).conversations;
-  } catch (err) {
-    if (mine === listing) {
-      els.convList.replaceChildren(el("li", "muted", err.message));
-      drawn = "";
-    }
-    return;
-  }
-  if (mine !== listing) return;
-  const key = JSON.stringify([q, conversationId, list]);
-  if (key === drawn && !redraw) return;
-  drawn = key;
-  els.convList.replaceChildren();
-  if (!list.length) els.convList.append(el("li", "muted conv-empty", t(q ? "conv.noMatch" : "conv.none")));
-  for (const c of list) els.convList.append(conversationItem(c));
-}
-
-function conversationItem(c) {
-  const li = el("li", "conv-item");
-  li.dataset.id = c.id;
-  const open = el("button", "conv-open", c.title || t("conv.untitled"));
-  open.type = "button";
-  open.addEventListener("click", () => {
-    openConversation(c.id);
-    closeDrawer();
-  });
-  const rename = el("button", "conv-rename quiet icon", "✎");
-  rename.type = "button";
-  rename.setAttribute("aria-label", `${t("conv.rename")}: ${c.title || t("conv.untitled")}`);
-  rename.addEventListener("click", () => startRename(li, c));
-  const del = el("button", "conv-delete quiet icon", "×");
-  del.type = "button";
-  del.setAttribute("aria-label", `${t("conv.delete")}: ${c.title || t("conv.untitled")}`);
-  del.addEventListener("click", () => confirmThen(del, t("conv.confirmDelete"), () => removeConversation(c.id)));
-  li.append(open, rename, del);
-  markCurrent(li, c.id === conversationId);
-  return li;
-}
-
-/** The conversation on screen is the current one in the sidebar: its item, and its button for the keyboard. */
-function markCurrent(li, current) {
-  for (const node of [li, li.querySelector(".conv-open")]) {
-    if (!node) continue;
-    if (current) node.setAttribute("aria-current", "true");
-    else node.removeAttribute("aria-current");
-  }
-}
-
-/** A destructive button asks once more in place (no window.confirm) before it acts. */
-export function confirmThen(button, question, action) {
-  if (button.dataset.armed) {
-    action();
-    return;
-  }
-  const label = button.textContent;
-  button.dataset.armed = "1";
-  button.textContent = question;
-  button.classList.add("armed");
-  setTimeout(() => {
-    delete button.dataset.armed;
-    button.textContent = label;
-    button.classList.remove("armed");
-  }, 4000);
-}
-
-function startRename(li, c) {
-  const form = el("form", "conv-rename-form");
-  const input = el("input");
-  input.value = c.title;
-  input.maxLength = 200;
-  input.setAttribute("aria-label", t("conv.renamePrompt"));
-  const save = el("button", "", t("conv.save"));
-  save.type = "submit";
-  form.append(input, save);
-  form.addEventListener("submit", async (ev) => {
-    ev.preventDefault();
-    try {
-      await api.renameConversation(c.id, input.value);
-      loadConversations({ redraw: true });
-    } catch (err) {
-      showStatus(err.message);
-    }
-  });
-  input.addEventListener("keydown", (ev) => {
-    if (ev.key !== "Escape") return;
-    ev.stopPropagation(); // Esc ends the rename, not the drawer it is in
-    loadConversations({ redraw: true });
-  });
-  li.replaceChildren(form);
-  input.focus();
-  input.select();
-}
-
-async function removeConversation(id) {
-  try {
-    await api.deleteConversation(id);
-  } catch (err) {
-    showStatus(err.message);
-    return;
-  }
-  if (id === conversationId) newConversation();
-  loadConversations();
-}
 
 function setConversation(id) {
   conversationId = id;
   if (id) localStorage.setItem(CONVERSATION_KEY, String(id));
   else localStorage.removeItem(CONVERSATION_KEY);
-  els.convList.querySelectorAll(".conv-item").forEach((li) => markCurrent(li, Number(li.dataset.id) === id));
+  markCurrentConversation(id);
 }
 
 export function newConversation() {
   controller?.abort();
   setConversation(null);
   els.chat.querySelectorAll(".turn").forEach((n) => n.remove());
-  els.intro.hidden = false;
+  els.intro.hidden = !$("#start").hidden;
   clearStatus();
   els.question.focus();
 }
@@ -234,7 +138,7 @@ function drawTurn(variants, index, replacing = null) {
   renderSources(view.block, turn.sources || [], view.id);
   finishAnswer(view, turn.answer);
   showCheck(view, turn.check, turn.sources || [], turn.model_answer);
-  markUnfinished(view, turn.status);
+  markUnfinished(view, turn.status, Boolean(turn.answer));
   replacing?.replaceWith(view.turn);
   withActions(view, variants, index);
   return view;
@@ -325,7 +229,7 @@ function showCheck(view, check, sources, modelAnswer) {
 }
 
 function setBusy(busy) {
-  els.ask.disabled = busy;
+  els.ask.disabled = busy || Boolean(askReason);
   els.stop.disabled = !busy;
   els.collection.disabled = busy || !collections.length;
   actionsBusy(els.chat, busy);
@@ -338,12 +242,19 @@ function stoppedSources(view, sources) {
 }
 
 /** Under the text of an answer that ended before it was complete: stopped, or failed (a saved one). */
-function markUnfinished(view, status) {
+function markUnfinished(view, status, said = true) {
   if (status !== "stopped" && status !== "error") return;
   const note = status === "stopped"
-    ? el("p", "turn-note stopped-mark", t("chat.stopped")) : el("p", "turn-error", t("chat.failedSaved"));
+    ? el("p", "turn-note stopped-mark", t(said ? "chat.stopped" : "chat.stoppedEmpty"))
+    : el("p", "turn-error", t("chat.failedSaved"));
   note.dataset.status = status;
   view.answer.after(note);
+}
+
+/** Say once, politely, that an answer ended (the streamed text itself is not read out word by word). */
+function announce(message) {
+  els.live.textContent = "";
+  setTimeout(() => { els.live.textContent = message; }, 50); // a change a screen reader notices
 }
 
 function failTurn(view, message) {
@@ -430,11 +341,13 @@ async function ask(question, again = null) {
     if (stopped) {
       sources = stoppedSources(view, sources);
       if (sources.length) renderSources(view.block, sources, view.id);
-      markUnfinished(view, "stopped");
+      markUnfinished(view, "stopped", Boolean(text));
     }
+    announce(t(finished ? "chat.done" : stopped ? (text ? "chat.stopped" : "chat.stoppedEmpty") : "chat.ended"));
     finishAnswer(view, finished ? text : "");
     if (finished) showCheck(view, check, sources, modelAnswer);
-    const answered = { id: finished ? turnId : null, question, answer: text, sources, check, model_answer: modelAnswer };
+    const answered = { id: finished ? turnId : null, question, answer: text, sources, check, model_answer: modelAnswer,
+      status: finished ? "done" : stopped ? "stopped" : "error" };
     const variants = answered.id ? [...(again?.variants || []), answered] : [answered];
     if (answered.id) again?.article.remove();
     else if (again) again.article.hidden = false;
@@ -489,11 +402,13 @@ export function wireChat() {
   Object.assign(els, {
     collection: $("#collection"), chat: $("#chat"), intro: $("#intro"), status: $("#status"),
     form: $("#ask-form"), question: $("#question"), ask: $("#ask"), stop: $("#stop"),
-    newChat: $("#new-chat"), convList: $("#conv-list"), convSearch: $("#conv-search"),
+    newChat: $("#new-chat"), askReason: $("#ask-reason"),
+    live: $("#answer-live"),
   });
+  wireStart(startedWith);
   els.form.addEventListener("submit", (ev) => {
     ev.preventDefault();
-    if (!controller) ask(els.question.value.trim());
+    if (!controller && !askReason) ask(els.question.value.trim());
   });
   els.question.addEventListener("keydown", (ev) => {
     if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
@@ -512,9 +427,14 @@ export function wireChat() {
     newConversation();
     closeDrawer();
   });
-  els.convSearch.addEventListener("input", () => {
-    clearTimeout(searchTimer);
-    searchTimer = setTimeout(loadConversations, 200);
+  wireConversations({
+    current: () => conversationId,
+    open: (id) => {
+      openConversation(id);
+      closeDrawer();
+    },
+    removed: (id) => { if (id === conversationId) newConversation(); },
+    fail: showStatus,
   });
   wirePicker(els.collection);
   els.chat.addEventListener("click", (ev) => {

@@ -5,17 +5,18 @@
 
 import { api } from "./api.js";
 import { onLanguageChange, t } from "./i18n.js";
-import { confirmThen, loadCollections as refreshPicker } from "./chat.js";
-import { el } from "./sources.js";
-import { choose } from "./picker.js";
-import { FINISHED, counting, currentFiles, outcomes, shownSeconds, smoothEta } from "./jobs.js";
+import { loadCollections as refreshPicker } from "./chat.js";
+import { confirmThen, el } from "./dom.js";
+import { choose, scopedDocument, setScope } from "./picker.js";
+import { droppedFiles } from "./start.js";
+import { FINISHED, counting, currentFiles, outcomes, shownSeconds, timeLeft } from "./jobs.js";
 
 const $ = (sel) => document.querySelector(sel);
 const POLL_MS = 1000;
 
 let selected = localStorage.getItem("rag.documents.collection") || "";
 const watched = new Map(); // job id -> timer
-const estimates = new Map(); // job id -> its smoothed time left (jobs.js)
+const estimates = new Map(); // job id -> its time left from the files done (jobs.js)
 
 /** A job's or document's state in the page's language (as it is when there is no word for it). */
 function stateName(state) {
@@ -24,11 +25,14 @@ function stateName(state) {
   return word === key ? state : word;
 }
 
-function note(message, kind = "info") {
+let noteJob = null; // the job the message on screen is about: it goes when that job ends
+
+function note(message, kind = "info", job = null) {
   const box = $("#docs-status");
   box.textContent = message;
   box.dataset.kind = kind;
   box.hidden = !message;
+  noteJob = message ? job : null;
 }
 
 /** Which model embeds a collection, in words: the two packaged ones by what they are for. */
@@ -86,6 +90,7 @@ function factLine(facts) {
 }
 
 function selectCollection(name) {
+  if (name !== selected) note(""); // what was said was about the other collection
   selected = name;
   localStorage.setItem("rag.documents.collection", name);
   document.querySelectorAll(".collection-card").forEach((c) => c.setAttribute("aria-pressed", String(c.dataset.name === name)));
@@ -124,7 +129,9 @@ async function showCollection() {
     const action = el("td");
     if (d.status !== "failed" && d.chunks) action.append(askButton({ ...d, collection: selected }), " ");
     action.append(del);
-    row.append(name, el("td", "", d.kind), el("td", "", stateName(d.status)), el("td", "num", d.chunks), action);
+    const cells = [el("td", "", d.kind), el("td", "", stateName(d.status)), el("td", "num", d.chunks)];
+    ["docs.kind", "docs.status", "docs.chunkCol"].forEach((key, i) => { cells[i].dataset.label = t(key); }); // cards on phones
+    row.append(name, ...cells, action);
     table.append(row);
   }
 }
@@ -154,9 +161,9 @@ function jobFacts(job) {
   if (counting(job)) return t(job.status === "pending" ? "docs.waitingFiles" : "docs.countingFiles");
   const facts = [t("docs.progress", { done: job.files_done || 0, total: job.files_total })];
   if (job.rate_files_per_s) facts.push(t("docs.rate", { rate: job.rate_files_per_s.toFixed(2) }));
-  const smoothed = smoothEta(estimates.get(job.id) || null, job.status === "running" ? job.eta_s : null, Date.now());
-  if (smoothed) estimates.set(job.id, smoothed);
-  const left = shownSeconds(smoothed);
+  const estimate = timeLeft(estimates.get(job.id) || null, job, Date.now());
+  estimates.set(job.id, estimate);
+  const left = shownSeconds(estimate);
   if (job.status === "running" && left) facts.push(t("docs.eta", { eta: left }));
   return facts.join(" · ");
 }
@@ -235,6 +242,7 @@ function watchJob(id) {
     if (FINISHED.includes(job.status)) {
       watched.delete(id);
       estimates.delete(id);
+      if (noteJob === id) note("");
       loadDocumentsView();
       refreshPicker();
       return;
@@ -287,7 +295,7 @@ async function showLastJob(job, collection) {
       retry.disabled = true;
       try {
         const res = await api.retryJob(job.id);
-        note(t("docs.retrying", { n: res.retried }));
+        note(t("docs.retrying", { n: res.retried }), "info", res.job);
         watchJob(res.job);
       } catch (err) {
         retry.disabled = false;
@@ -305,30 +313,11 @@ async function uploadFiles(files) {
   if (!files.length || !selected) return;
   try {
     const res = await api.upload(selected, files);
-    note(t("docs.queued", { n: res.files.length }));
+    note(t(res.files.length === 1 ? "docs.queued1" : "docs.queued", { n: res.files.length }), "info", res.job);
     watchJob(res.job);
   } catch (err) {
     note(err.message, "error");
   }
-}
-
-/** Files of a drop, folders walked (webkitGetAsEntry) so a dropped folder uploads its files. */
-async function droppedFiles(items) {
-  const files = [];
-  const walk = async (entry) => {
-    if (entry.isFile) files.push(await new Promise((ok, fail) => entry.file(ok, fail)));
-    else if (entry.isDirectory) {
-      const reader = entry.createReader();
-      for (;;) {
-        const batch = await new Promise((ok, fail) => reader.readEntries(ok, fail));
-        if (!batch.length) break;
-        for (const child of batch) await walk(child);
-      }
-    }
-  };
-  const entries = [...items].map((i) => i.webkitGetAsEntry?.()).filter(Boolean);
-  for (const entry of entries) await walk(entry);
-  return files;
 }
 
 /**
@@ -376,8 +365,7 @@ export function wireDocuments() {
   zone.addEventListener("drop", async (ev) => {
     ev.preventDefault();
     zone.classList.remove("over");
-    const files = ev.dataTransfer.items?.length ? await droppedFiles(ev.dataTransfer.items) : [...ev.dataTransfer.files];
-    uploadFiles(files.length ? files : [...ev.dataTransfer.files]);
+    uploadFiles((await droppedFiles(ev.dataTransfer)).files);
   });
   for (const id of ["#pick-files", "#pick-folder"]) {
     $(id).addEventListener("change", (ev) => {
@@ -412,17 +400,10 @@ export function wireDocuments() {
 
 // ---------------------------------------------------------------- asking about one document
 
-let asked = null; // the document the next questions are about: {id, collection, path, title}
-
-/** What /api/ask gets for the document being asked about ({} when none): chat.js adds it to its request. */
-export function documentScope() {
-  return asked ? { document: asked.id, collections: [asked.collection] } : {};
-}
-
 /** The next questions are about this document ({id, collection, path, title}): the chat view, its collection chosen. */
 export function askAbout(doc) {
-  asked = { id: doc.id, collection: doc.collection, path: doc.path, title: doc.title || doc.path };
-  choose($("#collection"), [asked.collection]);
+  setScope(doc);
+  choose($("#collection"), [doc.collection]);
   showScope();
   const focus = () => $("#question").focus();
   if (location.hash === "#chat") focus();
@@ -443,6 +424,7 @@ function askButton(doc) {
 /** Above the question box, while a document is asked about: which one, and a button to ask the collections again. */
 function showScope() {
   let line = $("#doc-scope");
+  const asked = scopedDocument();
   if (!asked) {
     line?.remove();
     return;
@@ -456,7 +438,7 @@ function showScope() {
   clear.type = "button";
   clear.setAttribute("aria-label", t("docs.askAboutClear"));
   clear.addEventListener("click", () => {
-    asked = null;
+    setScope(null);
     showScope();
     $("#question").focus();
   });

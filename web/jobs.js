@@ -1,5 +1,5 @@
 // What an ingestion job's progress says, apart from the page that shows it: its files by outcome, whether
-// they are still being counted, and a time-left estimate that never goes up. No DOM, no requests.
+// they are still being counted, and a time left from the files done (still while a file is stuck). No DOM, no requests.
 
 export const FINISHED = ["done", "failed", "cancelled"];
 
@@ -28,24 +28,23 @@ export function counting(job) {
   return !FINISHED.includes(job.status) && !(job.files_total > 0);
 }
 
-const WEIGHT = 0.3; // of a new estimate against the one shown, counted down since
-
 /**
- * The time left to show after a new estimate from the server: `prev` ({eta, at, samples}, or null) counted
- * down by the time since, blended with `raw`, never higher than that count-down (a stuck file makes the
- * server's estimate jump up; the one shown only stops falling). Shown once two estimates agree on it
- * (`samples` >= 2). `raw` null (no rate yet) keeps what was there. `now` in milliseconds.
+ * The time left after a new look at the job, from its files done: the files done since it was first seen over
+ * the time they took, the rest at that rate. `prev` ({firstDone, firstAt, done, eta}, or null) is what the last
+ * look gave; it changes only when another file is done, so a job stuck on one file keeps its time left instead
+ * of counting down to nothing. `now` in milliseconds; `eta` null until a file was done while watched.
  */
-export function smoothEta(prev, raw, now) {
-  if (raw == null || !Number.isFinite(raw) || raw < 0) return prev;
-  if (!prev) return { eta: raw, at: now, samples: 1 };
-  const left = Math.max(prev.eta - Math.max(now - prev.at, 0) / 1000, 0);
-  const blended = left * (1 - WEIGHT) + raw * WEIGHT;
-  return { eta: Math.min(blended, left), at: now, samples: prev.samples + 1 };
+export function timeLeft(prev, job, now) {
+  const done = job.files_done || 0;
+  const total = job.files_total || 0;
+  if (!prev || done < prev.done) return { firstDone: done, firstAt: now, done, eta: null };
+  if (done === prev.done) return prev;
+  const seconds = Math.max(now - prev.firstAt, 1) / 1000;
+  const rate = (done - prev.firstDone) / seconds;
+  return { ...prev, done, eta: rate > 0 ? Math.max(total - done, 0) / rate : null };
 }
 
-/** The whole seconds to show of a smoothed estimate, or null while there is none to show yet. */
-export function shownSeconds(smoothed) {
-  if (!smoothed || smoothed.samples < 2) return null;
-  return Math.ceil(smoothed.eta);
+/** The whole seconds to show of an estimate, or null while there is none. */
+export function shownSeconds(left) {
+  return left && left.eta != null ? Math.ceil(left.eta) : null;
 }

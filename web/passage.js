@@ -64,13 +64,26 @@ function linesPassage(view) {
   return out;
 }
 
-function textPassage(view) {
+// A Markdown table's rule line (|---|:--:|): the parsers write tables so (ingest/tables.py, pdf_tables.py)
+const TABLE_RULE = /^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$/m;
+
+/** A part's text in its element: as written, or, when it holds a table the parser kept, rendered (sanitized). */
+function fillPart(part, text) {
+  if (!TABLE_RULE.test(text)) {
+    part.textContent = text;
+    return;
+  }
+  part.classList.add("has-table");
+  for (const block of markdownBlocks(text, 1)) part.append(block.node);
+}
+
+function textPassage(view, { sheets = false } = {}) {
   const out = el("div", "passage");
   const unit = toUnits(view.text);
   let lastHeading = null;
   let lastPage = null;
   for (const p of view.parts) {
-    if (p.page && p.page !== lastPage) {
+    if (p.page && p.page !== lastPage && !sheets) { // a spreadsheet's "page" is its sheet, named by its heading
       out.append(el("p", "passage-page", t("src.page", { page: p.page })));
       lastPage = p.page;
     }
@@ -80,17 +93,17 @@ function textPassage(view) {
     }
     const part = section("div", p.target);
     part.dataset.chunk = p.chunk_id;
-    part.textContent = view.text.slice(unit(p.start), unit(p.end));
+    fillPart(part, view.text.slice(unit(p.start), unit(p.end)));
     out.append(part);
   }
   return out;
 }
 
 /** The passage view as an element: .passage, its source's part(s) in .passage-chunk.target. */
-export function renderPassageView(view) {
+export function renderPassageView(view, options = {}) {
   if (view.format === "markdown") return markdownPassage(view);
   if (view.format === "lines") return linesPassage(view);
-  return textPassage(view);
+  return textPassage(view, options);
 }
 
 /** The text nodes under root that hold document text (line numbers are not). */

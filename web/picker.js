@@ -1,6 +1,8 @@
 // The collections a question is asked in: a list beside the question box in which several can be chosen
 // at once. A click adds a collection to the choice or takes it out, with no modifier key to know about;
-// the keyboard keeps the list's own keys. The choice is remembered between visits.
+// the keyboard keeps the list's own keys. The choice is remembered between visits. A question may also be
+// scoped to one document of a collection (asked about from the documents view or a preview): that scope
+// lives here too, beside the choice it narrows.
 
 import { t } from "./i18n.js";
 
@@ -16,6 +18,7 @@ export function choose(select, names) {
   const options = [...select.options];
   if (!options.some((o) => o.value && wanted.has(o.value))) return false;
   for (const o of options) o.selected = wanted.has(o.value);
+  markSelected(select);
   return true;
 }
 
@@ -35,6 +38,12 @@ export function fillPicker(select, collections) {
   }
   select.size = Math.min(Math.max(collections.length, 2), MAX_ROWS);
   if (!choose(select, before) && !choose(select, saved) && select.options.length) select.options[0].selected = true;
+  markSelected(select);
+}
+
+/** Each option says whether it is chosen through aria-selected (a screen reader's word, not a glyph). */
+function markSelected(select) {
+  for (const o of select.options) o.setAttribute("aria-selected", String(o.selected));
 }
 
 /** A click on a collection toggles it (a list would otherwise keep only the one clicked); the choice is saved. */
@@ -48,5 +57,23 @@ export function wirePicker(select) {
     select.dispatchEvent(new Event("input", { bubbles: true }));
     select.dispatchEvent(new Event("change", { bubbles: true }));
   });
-  select.addEventListener("change", () => localStorage.setItem(STORAGE_KEY, chosenCollections(select).join(",")));
+  select.addEventListener("change", () => {
+    markSelected(select);
+    localStorage.setItem(STORAGE_KEY, chosenCollections(select).join(","));
+  });
+}
+
+let scoped = null; // the document the next questions are about: {id, collection, path, title}
+
+/** The document the next questions are about, or null. */
+export const scopedDocument = () => scoped;
+
+/** Ask the next questions about `doc` ({id, collection, path, title}) alone, or (null) about the chosen collections. */
+export function setScope(doc) {
+  scoped = doc ? { id: doc.id, collection: doc.collection, path: doc.path, title: doc.title || doc.path } : null;
+}
+
+/** What /api/ask gets for the document being asked about ({} when none). */
+export function documentScope() {
+  return scoped ? { document: scoped.id, collections: [scoped.collection] } : {};
 }

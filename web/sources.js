@@ -4,21 +4,23 @@
 // Every document string goes in as textContent or through the sanitizer.
 
 import { api } from "./api.js";
+import { el } from "./dom.js";
 import { t } from "./i18n.js";
 import { markUnknownCitations } from "./markdown.js";
+import { readsWhole, showWhole } from "./original.js";
 import { markText, renderPassageView } from "./passage.js";
 import { supportLevel, supportLine, toUnits } from "./support.js";
 
 const $ = (sel) => document.querySelector(sel);
 
-export function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  return node;
-}
+/** Whether a document is a spreadsheet, by its file's extension: its "pages" are its sheets. */
+export const isSheet = (path) => /\.(xlsx|xls|ods)$/i.test(String(path || ""));
 
 export function locationOf(src) {
+  if (src.page && isSheet(src.path)) { // the sheet by its name (the heading the parser gave it), else its number
+    const sheet = String(src.heading_path || "").split(" › ")[0];
+    return sheet ? t("src.sheet", { sheet }) : t("src.sheetN", { n: src.page });
+  }
   if (src.page) return t("src.page", { page: src.page });
   if (src.line_start) {
     return src.line_end && src.line_end !== src.line_start
@@ -35,7 +37,10 @@ export function whyFound(src) {
   return why.length ? t("src.why", { why: why.join(t("src.whySep")) }) : "";
 }
 
-function sourceCard(src, turnId) {
+/** The file name a path ends with, and the folder above it when there is one: enough to tell two apart. */
+const shortPath = (path) => String(path || "").split("/").slice(-2).join("/");
+
+function sourceCard(src, turnId, repeated = false) {
   const card = el("article", "source-card");
   card.id = `src-${turnId}-${src.n}`;
   card.dataset.n = src.n;
@@ -48,8 +53,12 @@ function sourceCard(src, turnId) {
 
   const head = el("div", "source-head");
   head.append(el("span", "source-n", `[${src.n}]`));
-  const open = el("button", "source-title", src.title || src.path);
+  const title = src.title || src.path;
+  // two sources of one title (two files' "Leave types") are told apart by where they lie
+  const open = el("button", "source-title", repeated && src.path ? `${title} (${shortPath(src.path)})` : title);
   open.type = "button";
+  open.title = src.path && src.path !== title ? `${title} — ${src.path}` : title;
+  open.setAttribute("aria-label", `[${src.n}] ${open.title}`);
   open.setAttribute("aria-haspopup", "dialog");
   head.append(open);
   card.append(head);
@@ -75,6 +84,9 @@ export function renderSources(block, sources, turnId, { pending = false } = {}) 
   const drawn = block.querySelector(".sources");
   const wrap = el("section", pending ? "sources pending" : "sources");
   wrap.setAttribute("aria-label", t("src.label"));
+  const paths = new Map(); // a title -> the paths of the sources under it
+  for (const s of sources) paths.set(s.title || s.path, (paths.get(s.title || s.path) || new Set()).add(s.path));
+  const repeated = (s) => paths.get(s.title || s.path).size > 1;
   const cited = sources.filter((s) => s.cited);
   const others = sources.filter((s) => !s.cited);
   const othersKey = pending ? "src.retrieved" : "src.others";
@@ -82,7 +94,7 @@ export function renderSources(block, sources, turnId, { pending = false } = {}) 
     if (!group.length) continue;
     wrap.append(el("h3", `sources-title ${cls}`, t(key)));
     const list = el("div", "source-list");
-    group.forEach((s) => list.append(sourceCard(s, turnId)));
+    group.forEach((s) => list.append(sourceCard(s, turnId, repeated(s))));
     wrap.append(list);
   }
   if (!sources.length) wrap.append(el("p", "sources-none", t("src.none")));
@@ -155,8 +167,12 @@ function sourceChunks(ctx, src) {
 function placeOf(ctx, src) {
   const target = ctx.chunks.find((c) => c.target) || ctx.chunks[0];
   const place = src && (src.line_start || src.page) ? src : target;
-  return [ctx.document.collection, ctx.document.path, place && locationOf(place), place?.symbol || src?.symbol]
-    .filter(Boolean).join(" · ");
+  // a text whose lines run for pages is shown in parts: where the part lies says more than "line 1"
+  const inParts = ctx.passage?.format === "text" && !place?.page && place?.line_start && place.line_start === place.line_end
+    && ctx.document.chunks > 1 && Number.isInteger(target?.ordinal);
+  const where = inParts ? t("src.part", { n: target.ordinal + 1, total: ctx.document.chunks })
+    : place && locationOf({ ...place, path: ctx.document.path });
+  return [ctx.document.collection, ctx.document.path, where, place?.symbol || src?.symbol].filter(Boolean).join(" · ");
 }
 
 function renderPassage(body, ctx, src) {
@@ -166,15 +182,21 @@ function renderPassage(body, ctx, src) {
   const link = $("#preview-file");
   link.href = doc.file_url;
   link.hidden = false;
+  const whole = $("#preview-whole");
+  whole.hidden = !readsWhole(doc);
+  whole.onclick = () => showWhole(body, doc);
   document.dispatchEvent(new CustomEvent("preview-document", { detail: doc })); // documents.js: ask about it
 
-  const out = renderPassageView(ctx.passage);
+  const out = renderPassageView(ctx.passage, { sheets: isSheet(doc.path) });
   body.replaceChildren(out);
   const targets = [...out.querySelectorAll(".passage-chunk.target")];
-  markText(targets, supportText(sourceChunks(ctx, src), src?.support?.span));
-  if (targets.length) { // the start of the source's part at the top; only the preview scrolls, not the page under it
-    const top = targets[0].getBoundingClientRect().top - body.getBoundingClientRect().top + body.scrollTop;
-    body.scrollTop = Math.max(0, top - 8);
+  const marks = markText(targets, supportText(sourceChunks(ctx, src), src?.support?.span));
+  // the first highlight in view: the span that supports the answer, else the start of the source's part,
+  // a few lines under the top for context; only the preview scrolls, not the page under it
+  const first = marks[0] || targets[0];
+  if (first) {
+    const top = first.getBoundingClientRect().top - body.getBoundingClientRect().top + body.scrollTop;
+    body.scrollTop = Math.max(0, top - (marks.length ? Math.min(body.clientHeight / 4, 120) : 8));
   }
 }
 
@@ -184,6 +206,7 @@ export async function openPreview(src) {
   $("#preview-title").textContent = src.title || src.path;
   $("#preview-meta").textContent = [src.collection, src.path, locationOf(src)].filter(Boolean).join(" · ");
   $("#preview-file").hidden = true;
+  $("#preview-whole").hidden = true;
   body.replaceChildren(el("p", "muted", t("preview.loading")));
   if (!dlg.open) dlg.showModal();
   const chunkId = src.chunk_id ?? Number(String(src.url).split("/").pop());

@@ -2,7 +2,7 @@
 
 import { api } from "./api.js";
 import { t } from "./i18n.js";
-import { el } from "./sources.js";
+import { el } from "./dom.js";
 
 const $ = (sel) => document.querySelector(sel);
 const GIB = 1024 ** 3;
@@ -82,6 +82,7 @@ export async function loadHealth() {
     const label = [...new Set([backend.name, backend.model].filter(Boolean))].join(" · ");
     mark.textContent = body.status === "ok" ? `● ${label || t("status.ready")}` : `● ${t("status.degraded")}`;
     mark.dataset.state = body.status === "ok" ? "ok" : "degraded";
+    mark.title = mark.textContent.slice(2);
   } catch {
     mark.textContent = `● ${t("status.unreachable")}`;
     mark.dataset.state = "down";

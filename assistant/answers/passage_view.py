@@ -10,7 +10,7 @@ run of cells). So a passage is shown in one of three forms:
 - "lines": the lines of a code or plain text file, from the file as above or else from the chunks,
   where each chunk's text is exactly its lines;
 - "text": the chunks' texts merged with each overlap written once (PDFs, office files, reST, HTML,
-  uploads, a file changed since), with where each chunk's part lies in it.
+  uploads, a file changed since, a text whose lines run for pages), with where each chunk's part lies in it.
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ MARKDOWN_KINDS = frozenset({"md", "markdown"})
 # Kinds whose chunk texts are rewritten by their parser (markup dropped, lines joined), not the file's lines.
 REWRITTEN_KINDS = frozenset({"md", "markdown", "rst", "html", "htm", "xhtml"})
 MAX_LINES = 5000  # a passage longer than this many lines is shown as its chunks' text
+# A line this long is a text without line breaks (a paragraph per line, or none at all): shown as its chunks'
+# parts, each a paragraph, rather than as one "line 1" wall whose highlight lies screens below.
+LONG_LINE_CHARS = 2000
 
 
 def line_range(chunks: list[PassageChunk]) -> tuple[int, int] | None:
@@ -79,6 +82,8 @@ def passage_view(chunks: list[PassageChunk], targets: set[int], kind: str, file_
     if file_text is not None:
         text = file_lines(file_text, first, last)
     elif kind in REWRITTEN_KINDS or (text := chunk_lines(chunks, first, last)) is None:
+        return merged_view(chunks, targets)
+    if kind not in MARKDOWN_KINDS and any(len(line) > LONG_LINE_CHARS for line in text.split("\n")):
         return merged_view(chunks, targets)
     cited = line_range([c for c in chunks if c.chunk_id in targets])
     return {

@@ -66,13 +66,14 @@ class ConversationController(Controller):
     @get("/")
     async def list_all(
         self, services: Services, identity: Identity,
-        q: Annotated[str | None, Parameter(description="only titles containing this", max_length=200)] = None,
+        q: Annotated[str | None, Parameter(description="only those whose title, questions or answers hold this",
+                                           max_length=200)] = None,
         offset: Annotated[int, Parameter(ge=0, le=2**31)] = 0,
         limit: Annotated[int, Parameter(ge=1, le=200)] = 50,
     ) -> dict:
         """The conversations most recently used first."""
         rows, total = await to_thread.run_sync(
-            lambda: list_conversations(services.store.engine, title_contains=q, limit=limit, offset=offset,
+            lambda: list_conversations(services.store.engine, text_contains=q, limit=limit, offset=offset,
                                       owner_key=False if identity.is_admin else identity.key_id)
         )
         return {"conversations": [conversation_dict(c) for c in rows], "total": total, "offset": offset, "limit": limit}

@@ -84,14 +84,15 @@ async def upload_documents(request: Request, services: Services, identity: Ident
     limit = int(services.settings.ingest.max_upload_mb * MB)
     length = request.headers.get("content-length")
     if length and length.isdigit() and int(length) > limit:
-        raise PayloadTooLarge(f"upload of {int(length) / MB:.1f} MB; the limit is {limit / MB:.1f} MB")
+        raise coded(PayloadTooLarge(f"upload of {int(length) / MB:.1f} MB; the limit is {limit / MB:.1f} MB",
+                                    extra={"limit_mb": round(limit / MB, 1)}), "upload_too_large")
     request.receive = bounded_receive(request.receive, limit)  # chunked bodies too: 413 while streaming
     form = await request.form()
     files = [v for values in form.multi_items() for v in ([values[1]] if not isinstance(values[1], list) else values[1])
              if isinstance(v, UploadFile)]
     try:
         if not files:
-            raise ValidationException("no files in the request (send them as multipart/form-data)")
+            raise coded(ValidationException("no files in the request (send them as multipart/form-data)"), "upload_no_files")
         names = checked_names(files)  # every name, before anything is written
         saved = await to_thread.run_sync(save_all, files, names, uploads_dir(services, name), limit)
     finally:

@@ -20,6 +20,7 @@ anything are served inline; all else is a download.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import html
 from pathlib import Path
@@ -57,6 +58,14 @@ TEXT_KINDS = frozenset({
 })
 # The file's own scripts, forms and plugins stay off even when a browser is told to render it.
 FILE_HEADERS = {"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox; default-src 'none'"}
+# The numbered page's one stylesheet (long lines wrapped; light or dark as the reader's system is), allowed
+# by its hash: no other style, and still no script, can run in it.
+LINES_STYLE = "pre{white-space:pre-wrap;overflow-wrap:anywhere}mark{background:#ffe27a;color:#1c1d21}"
+LINES_HEADERS = {
+    **FILE_HEADERS,
+    "Content-Security-Policy": "sandbox; default-src 'none'; style-src "
+    f"'sha256-{base64.b64encode(hashlib.sha256(LINES_STYLE.encode()).digest()).decode()}'",
+}
 MAX_LINES_VIEW_BYTES = 8 * 1024 * 1024  # a larger text file is served as it is, without the numbered view
 LINES = r"^[1-9][0-9]{0,8}(-[1-9][0-9]{0,8})?$"
 CHUNK_IDS = r"^[1-9][0-9]{0,11}(,[1-9][0-9]{0,11}){0,9}$"
@@ -91,12 +100,13 @@ def parse_lines(lines: str) -> tuple[int, int]:
 
 def numbered_page(text: str, first: int, last: int) -> str:
     """The text as one HTML page: every line numbered and anchored `L<n>`, lines first..last marked. All
-    of it escaped (nothing of the file is rendered); no styles or scripts, so the sandbox keeps them off."""
+    of it escaped (nothing of the file is rendered); no scripts, and only our own stylesheet (by its hash)."""
     rows = []
     for n, line in enumerate(text.splitlines() or [""], start=1):
         row = f'<span id="L{n}">{n:>6}  {html.escape(line)}</span>'
         rows.append(f"<mark>{row}</mark>" if first <= n <= last else row)
-    return f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body><pre>{chr(10).join(rows)}</pre></body></html>'
+    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><meta name="color-scheme" content="light dark">'
+            f'<style>{LINES_STYLE}</style></head><body><pre>{chr(10).join(rows)}</pre></body></html>')
 
 
 def deleted(doc: DocumentRef) -> bool:
@@ -203,7 +213,7 @@ async def document_file(
     a text file as a page of numbered lines anchored #L<n>, those lines marked."""
     path, doc = await to_thread.run_sync(original_file, services, identity, document_id)
     if lines is not None and (page := await to_thread.run_sync(lines_view, path, doc, lines)) is not None:
-        return Response(page, media_type="text/html; charset=utf-8", headers=FILE_HEADERS)
+        return Response(page, media_type="text/html; charset=utf-8", headers=LINES_HEADERS)
     media_type, disposition = content_type(doc.kind, path.name)
     return File(path=path, filename=path.name, media_type=media_type, content_disposition_type=disposition,
                 headers=FILE_HEADERS)

@@ -17,6 +17,8 @@ from typing import Any, Awaitable, Callable
 from litestar.datastructures import UploadFile
 from litestar.exceptions import ClientException, ValidationException
 
+from assistant.routes.errors import coded
+
 MB = 1024 * 1024
 MAX_NAME_BYTES = 200
 PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
@@ -38,10 +40,20 @@ def bounded_receive(receive: Callable[[], Awaitable[dict]], limit: int) -> Calla
         if message.get("type") == "http.request":
             total += len(message.get("body", b""))
             if total > limit:
-                raise PayloadTooLarge(f"upload larger than the limit of {limit / MB:.1f} MB")
+                raise too_large(limit)
         return message
 
     return receive_bounded
+
+
+def refused(detail: str, code: str, name: str, **values: Any) -> ValidationException:
+    """A 400 for a file name, with its `code` and the name (shortened) in `extra` for the page's own words."""
+    return coded(ValidationException(detail, extra={"name": name[:80], **values}), code)
+
+
+def too_large(limit: int) -> PayloadTooLarge:
+    return coded(PayloadTooLarge(f"upload larger than the limit of {limit / MB:.1f} MB", extra={"limit_mb": round(limit / MB, 1)}),
+                 "upload_too_large")
 
 
 def check_upload_name(raw: Any) -> str:
@@ -49,20 +61,21 @@ def check_upload_name(raw: Any) -> str:
     name = raw if isinstance(raw, str) else ""
     shown = repr(name[:80])
     if not name or name in (".", ".."):
-        raise ValidationException(f"unusable file name {shown}")
+        raise refused(f"unusable file name {shown}", "upload_name_unusable", name)
     if "/" in name or "\\" in name:
-        raise ValidationException(f"file name {shown} names a folder: send the file's own name")
+        raise refused(f"file name {shown} names a folder: send the file's own name", "upload_name_folder", name)
     if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in name):
-        raise ValidationException(f"file name {shown} holds control or invisible formatting characters "
-                                  "(NUL, line breaks, right-to-left overrides ...)")
+        raise refused(f"file name {shown} holds control or invisible formatting characters "
+                      "(NUL, line breaks, right-to-left overrides ...)", "upload_name_control", name)
     if PERCENT_ESCAPE.search(name):
-        raise ValidationException(f"file name {shown} is percent-encoded: send it decoded")
+        raise refused(f"file name {shown} is percent-encoded: send it decoded", "upload_name_encoded", name)
     if name.startswith("."):
-        raise ValidationException(f"file name {shown} starts with '.': hidden files are not ingested")
+        raise refused(f"file name {shown} starts with '.': hidden files are not ingested", "upload_name_hidden", name)
     if name != name.strip():
-        raise ValidationException(f"file name {shown} starts or ends with spaces")
+        raise refused(f"file name {shown} starts or ends with spaces", "upload_name_spaces", name)
     if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
-        raise ValidationException(f"file name of {len(name)} characters: at most {MAX_NAME_BYTES} bytes")
+        raise refused(f"file name of {len(name)} characters: at most {MAX_NAME_BYTES} bytes", "upload_name_too_long", name,
+                      length=len(name), limit=MAX_NAME_BYTES)
     return unicodedata.normalize("NFC", name)
 
 
@@ -71,7 +84,7 @@ def checked_names(files: list[UploadFile]) -> list[str]:
     seen: set[str] = set()
     for n in names:
         if n.casefold() in seen:
-            raise ValidationException(f"the file name {n!r} is sent twice")
+            raise refused(f"the file name {n!r} is sent twice", "upload_name_twice", n)
         seen.add(n.casefold())
     return names
 
@@ -90,7 +103,7 @@ def save_all(files: list[UploadFile], names: list[str], folder: Path, limit: int
                 while chunk := upload.file.read(MB):
                     total += len(chunk)
                     if total > limit:
-                        raise PayloadTooLarge(f"upload larger than the limit of {limit / MB:.1f} MB")
+                        raise too_large(limit)
                     out.write(chunk)
         saved = []
         for name in names:

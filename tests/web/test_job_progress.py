@@ -1,6 +1,6 @@
-"""web/jobs.js, the page's reading of a job's progress, run by Node: the time left shown never goes up
-(the server's estimate jumps when a file is stuck), it shows once two estimates came, and a job whose
-files are not counted yet is waiting, not "0 of 0"."""
+"""web/jobs.js, the page's reading of a job's progress, run by Node: the time left comes from the files
+done (it stays put while a file is stuck, never counting down to nothing), and a job whose files are not
+counted yet is waiting, not "0 of 0"."""
 
 from __future__ import annotations
 
@@ -25,26 +25,26 @@ def run_js(body: str):
     return json.loads(out.stdout)
 
 
-def shown(raws: list[float | None], step_ms: int = 1000) -> list[int | None]:
-    """The seconds shown after each estimate of the server, one poll every step_ms."""
+def shown(looks: list[int], total: int, step_ms: int = 1000) -> list[int | None]:
+    """The seconds shown after each look at a job of `total` files, `looks` its files done at each (one a poll)."""
     return run_js(f"""
       let s = null; const out = [];
-      {json.dumps(raws)}.forEach((raw, i) => {{ s = m.smoothEta(s, raw, i * {step_ms}); out.push(m.shownSeconds(s)); }});
+      {json.dumps(looks)}.forEach((done, i) => {{
+        s = m.timeLeft(s, {{files_done: done, files_total: {total}}}, i * {step_ms}); out.push(m.shownSeconds(s)); }});
       console.log(JSON.stringify(out));""")
 
 
-def test_a_stuck_file_does_not_make_the_time_left_go_up():
-    seen = shown([55, 101, 140, 180, 30, 20, 10])  # stuck at 1 of 3 for three polls, then going again
-    assert seen[0] is None, "one estimate is not shown"
-    numbers = [s for s in seen if s is not None]
-    assert numbers == sorted(numbers, reverse=True), f"the time left went up: {seen}"
-    assert seen == [None, 54, 53, 52, 45, 37, 28]  # counted down while stuck, then falling with the estimate
+def test_the_time_left_comes_from_the_files_done():
+    # one file every 2 s: 8 left at that rate
+    assert shown([0, 0, 1, 1, 2], total=6) == [None, None, 10, 10, 8]
+    assert shown([3, 4, 5], total=5) == [None, 1, 0]  # first seen half-way: the rate from then on
 
 
-def test_the_time_left_counts_down_between_polls_and_follows_a_falling_estimate():
-    assert shown([60, 59, 58, 57]) == [None, 59, 58, 57]
-    assert shown([100, 50, 10]) == [None, 85, 62]  # blended with what was shown, counted down
-    assert shown([None, None, 40, 39]) == [None, None, None, 39]  # no rate yet: nothing to show
+def test_a_stuck_file_does_not_make_the_time_left_count_down():
+    seen = shown([0, 1, 1, 1, 1, 1, 2], total=10)  # stuck at 1 of 10 for five polls
+    assert seen[1:6] == [9] * 5, f"the time left moved while no file was done: {seen}"
+    assert seen[6] == 24  # then the honest rate: 2 files in 6 s, 8 left
+    assert shown([5, 2, 3], total=4) == [None, None, 1]  # a job that starts again is seen afresh
 
 
 def test_the_files_read_through_ocr_are_told_apart_from_the_others():

@@ -173,6 +173,21 @@ def test_deleting_a_conversation_deletes_its_turns(store):
     assert list_turns(store.engine, conv.id) == []
 
 
+def test_conversations_are_found_by_what_was_said_in_them(store):
+    from indexes.conversations import list_conversations
+
+    leave = create_conversation(store.engine, "Holidays", [])
+    add_turn(store.engine, leave.id, question="How many days of leave?", query="q", answer="Twenty-five 100% days.", sources=[])
+    other = create_conversation(store.engine, "Expenses", [])
+    add_turn(store.engine, other.id, question="How do I claim a taxi?", query="q", answer="With the form.", sources=[])
+    found = lambda text: [c.id for c in list_conversations(store.engine, text_contains=text)[0]]  # noqa: E731
+    assert found("days of leave") == [leave.id]  # a question
+    assert found("25") == [] and found("100%") == [leave.id]  # an answer; % is a character, not a wildcard
+    assert found("expenses") == [other.id]  # the title still counts
+    assert found("form") == [other.id] and found("nowhere") == []
+    assert list_conversations(store.engine, text_contains="leave")[1] == 1
+
+
 @pytest.mark.parametrize(
     "method, url, body, status, fragment",
     [

@@ -70,3 +70,14 @@ def test_chunks_that_are_not_their_lines_pages_and_rewritten_kinds_are_merged_te
     assert view["text"] == "Page one text.\nPage two text."
     html = [chunk(1, "Title text here.", (1, 4))]
     assert passage_view(html, {1}, "html", "<h1>Title</h1>\n<p>text</p>\n<p>here.</p>\n")["format"] == "text"
+
+
+def test_a_text_without_line_breaks_is_shown_as_its_parts_not_one_line():
+    wall = "".join(f"第{i}句：长江流经这座城市。" for i in range(400))  # 5,000+ characters on line 1
+    chunks = [chunk(1, wall[:1500], (1, 1)), chunk(2, wall[1400:3000], (1, 1)), chunk(3, wall[2900:4400], (1, 1))]
+    view = passage_view(chunks, {2}, "txt", wall)
+    assert view["format"] == "text" and view["line_start"] is None
+    assert [p["target"] for p in view["parts"]] == [False, True, False]
+    assert view["text"].count(wall[1400:1500]) == 1  # each overlap written once
+    short = passage_view([chunk(1, "a short line", (1, 1))], {1}, "txt", "a short line")
+    assert short["format"] == "lines"  # an ordinary line stays a numbered line

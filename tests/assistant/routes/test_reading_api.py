@@ -3,6 +3,9 @@ creating an empty collection to upload into."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+
 import os
 
 import pytest
@@ -138,6 +141,9 @@ async def test_the_original_opens_at_a_markdown_chunks_lines(client, services, f
         r = await client.get(body["document"]["file_url"])
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
         assert "sandbox" in r.headers["content-security-policy"]
+        style = re.search(r"<style>(.*?)</style>", r.text).group(1)  # the page's own, allowed by its hash only
+        digest = base64.b64encode(hashlib.sha256(style.encode()).digest()).decode()
+        assert r.headers["content-security-policy"].endswith(f"style-src 'sha256-{digest}'") and "white-space:pre-wrap" in style
         assert f'<span id="L{a}">' in r.text
         marked = re.findall(r'<mark><span id="L(\d+)">', r.text)
         assert [int(n) for n in marked] == list(range(a, b + 1))

@@ -29,15 +29,15 @@ def written(services) -> list[str]:
     return sorted(str(p.relative_to(data)) for p in data.rglob("*") if p.is_file() and "uploads" in p.parts)
 
 
-HOSTILE = {
-    "../escape.md": "names a folder",
-    "..\\escape.md": "names a folder",
-    "%2e%2e%2fescape.md": "percent-encoded",
-    "nul\x00byte.md": "percent-encoded",  # the client sends NUL as %00
-    "a" * 400 + ".md": "at most 200 bytes",
-    "invoice\u202egpj.md": "right-to-left",
-    ".env": "hidden",
-    "..": "unusable",
+HOSTILE = {  # the name -> words of the reason, and the code the page says it by
+    "../escape.md": ("names a folder", "upload_name_folder"),
+    "..\\escape.md": ("names a folder", "upload_name_folder"),
+    "%2e%2e%2fescape.md": ("percent-encoded", "upload_name_encoded"),
+    "nul\x00byte.md": ("percent-encoded", "upload_name_encoded"),  # the client sends NUL as %00
+    "a" * 400 + ".md": ("at most 200 bytes", "upload_name_too_long"),
+    "invoice\u202egpj.md": ("right-to-left", "upload_name_control"),
+    ".env": ("hidden", "upload_name_hidden"),
+    "..": ("unusable", "upload_name_unusable"),
 }
 
 
@@ -46,7 +46,10 @@ async def test_a_hostile_file_name_is_refused_and_nothing_is_written(client, ser
     r = await client.post("/api/collections/docs/documents", headers=UPLOAD,
                           files=[GOOD, ("files", (name, b"# Evil\n\nowned\n", "text/markdown"))])
     assert r.status_code == 400, (name, r.status_code, r.text[:200])
-    assert reason in r.json()["detail"]
+    words, code = reason
+    body = r.json()
+    assert words in body["detail"] and body["code"] == code
+    assert body["extra"]["name"]  # the page names the file in its own words
     assert written(services) == [] and Jobs(services.store.engine).list() == []
 
 
@@ -64,10 +67,10 @@ async def test_filename_star_is_validated_like_filename(client, services):
 
 async def test_duplicate_names_and_oversized_requests_write_nothing(client, services):
     r = await client.post("/api/collections/docs/documents", headers=UPLOAD, files=[GOOD, GOOD])
-    assert r.status_code == 400 and "twice" in r.json()["detail"]
+    assert r.status_code == 400 and "twice" in r.json()["detail"] and r.json()["code"] == "upload_name_twice"
     big = ("files", ("big.md", b"x" * (1024 * 1024 + 1), "text/markdown"))
     r = await client.post("/api/collections/docs/documents", headers=UPLOAD, files=[GOOD, big])
-    assert r.status_code == 413
+    assert r.status_code == 413 and r.json()["code"] == "upload_too_large" and r.json()["extra"] == {"limit_mb": 1.0}
     assert written(services) == []
     r = await client.post("/api/collections/docs/documents", headers=UPLOAD, files=[GOOD])
     assert r.status_code == 202 and written(services) == ["uploads/docs/notes.md"]

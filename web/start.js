@@ -1,0 +1,143 @@
+// The chat page before there is anything to ask: a drop zone and file and folder pickers that make a
+// collection named after what was given, upload it, and say how far its ingestion is; the question box
+// opens once the collection holds documents. Also the files of a drop, folders walked (the documents view
+// uses it too).
+
+import { api } from "./api.js";
+import { t } from "./i18n.js";
+import { FINISHED, outcomes } from "./jobs.js";
+
+const $ = (sel) => document.querySelector(sel);
+const POLL_MS = 700;
+const NAME_MAX = 48;
+
+/** Files of a drop, folders walked (webkitGetAsEntry) so that a dropped folder gives its files. */
+export async function droppedFiles(transfer) {
+  const items = transfer.items?.length ? [...transfer.items] : [];
+  const entries = items.map((i) => i.webkitGetAsEntry?.()).filter(Boolean);
+  if (!entries.length) return { files: [...transfer.files], folder: "" };
+  const files = [];
+  const walk = async (entry) => {
+    if (entry.isFile) files.push(await new Promise((ok, fail) => entry.file(ok, fail)));
+    else if (entry.isDirectory) {
+      const reader = entry.createReader();
+      for (;;) {
+        const batch = await new Promise((ok, fail) => reader.readEntries(ok, fail));
+        if (!batch.length) break;
+        for (const child of batch) await walk(child);
+      }
+    }
+  };
+  for (const entry of entries) await walk(entry);
+  const folder = entries.length === 1 && entries[0].isDirectory ? entries[0].name : "";
+  return { files: files.length ? files : [...transfer.files], folder };
+}
+
+/** Letters, digits, '.', '_' and '-' only (the server's rule for a collection's name); "" when none is left. */
+export function slug(text) {
+  return String(text).normalize("NFKD").replace(/[\u0300-\u036f]/g, "")
+    .replace(/[^A-Za-z0-9._-]+/g, "-").replace(/-{2,}/g, "-").replace(/^[-._]+|[-._]+$/g, "")
+    .slice(0, NAME_MAX).replace(/[-._]+$/, "").toLowerCase();
+}
+
+const stem = (name) => String(name).replace(/\.[^.]+$/, "");
+
+/**
+ * A collection name for what was given: the folder's name, else the files' names (the first two, and how
+ * many more), made into a slug; a name with no letter the server takes (all Chinese, say) gives "documents".
+ */
+export function collectionNameFor(files, folder = "") {
+  const top = folder || (files[0]?.webkitRelativePath || "").split("/").slice(0, -1)[0] || "";
+  if (top && slug(top)) return slug(top);
+  const stems = files.map((f) => slug(stem(f.name))).filter(Boolean);
+  if (!stems.length) return "documents";
+  const named = stems.slice(0, 2).join("-");
+  return slug(stems.length > 2 ? `${named}-and-${stems.length - 2}-more` : named) || "documents";
+}
+
+/** Create `name`, or `name-2`, `name-3`… when it is taken; the name made. */
+async function createFresh(name, taken) {
+  for (let i = 1; i < 50; i++) {
+    const candidate = i === 1 ? name : `${name.slice(0, NAME_MAX - 4)}-${i}`;
+    if (taken.has(candidate)) continue;
+    try {
+      await api.createCollection(candidate);
+      return candidate;
+    } catch (err) {
+      if (err.status !== 409) throw err;
+      taken.add(candidate);
+    }
+  }
+  throw new Error(t("error.collectionExists"));
+}
+
+function say(message, kind = "info") {
+  const box = $("#start-progress");
+  box.textContent = message;
+  box.dataset.kind = kind;
+  box.hidden = !message;
+}
+
+/** Wait for the job, saying how many files are done; its outcomes at the end. */
+async function follow(jobId) {
+  for (;;) {
+    const job = await api.job(jobId);
+    if (FINISHED.includes(job.status)) return job;
+    if (job.files_total) say(t("start.reading", { done: job.files_done || 0, total: job.files_total }));
+    await new Promise((ok) => setTimeout(ok, POLL_MS));
+  }
+}
+
+let busy = false;
+
+/** Make a collection of `files`, upload them, wait for their ingestion, then `ready(name)`. */
+async function startWith(files, folder, ready) {
+  if (!files.length || busy) return;
+  busy = true;
+  $("#start").setAttribute("aria-busy", "true");
+  try {
+    const taken = new Set((await api.collections()).map((c) => c.name));
+    const name = await createFresh(collectionNameFor(files, folder), taken);
+    say(t(files.length === 1 ? "start.uploading1" : "start.uploading", { n: files.length, name }));
+    const res = await api.upload(name, files);
+    const job = await follow(res.job);
+    const n = outcomes(job);
+    if (!n.ingested && !n.unchanged) {
+      say(t("start.nothing", { name }), "error");
+      return;
+    }
+    say(t(n.failed ? "start.readyFailed" : "start.ready", { name, n: n.ingested, failed: n.failed }));
+    await ready(name);
+  } catch (err) {
+    say(err.message, "error");
+  } finally {
+    busy = false;
+    $("#start").setAttribute("aria-busy", "false");
+  }
+}
+
+/** Show the start panel (no collection holds a document yet) or hide it. */
+export function showStart(show) {
+  $("#start").hidden = !show;
+}
+
+/** Wire the drop zone and the pickers of the start panel; `ready(name)` runs once a collection is ingested. */
+export function wireStart(ready) {
+  const zone = $("#start-drop");
+  zone.addEventListener("dragover", (ev) => { ev.preventDefault(); zone.classList.add("over"); });
+  zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+  zone.addEventListener("drop", async (ev) => {
+    ev.preventDefault();
+    zone.classList.remove("over");
+    const { files, folder } = await droppedFiles(ev.dataTransfer);
+    startWith(files, folder, ready);
+  });
+  for (const id of ["#start-files", "#start-folder"]) {
+    $(id).addEventListener("change", (ev) => {
+      const files = [...ev.target.files];
+      ev.target.value = "";
+      startWith(files, "", ready);
+    });
+  }
+}
+
