@@ -32,7 +32,7 @@ from assistant.routes.ask import ask
 from assistant.routes.collections import CollectionController, create_collection
 from assistant.routes.conversations import ConversationController
 from assistant.routes.deps import provide_identity, provide_services
-from assistant.error_codes import code_of
+from assistant.security.error_codes import code_of
 from assistant.routes.errors import coded_error_response
 from assistant.routes.feedback import TurnFeedbackController, export_feedback
 from assistant.routes.health import health, status

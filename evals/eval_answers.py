@@ -47,7 +47,7 @@ from indexes.terminal_text import terminal_safe
 
 from assistant.answers import support
 from assistant.settings import Settings
-from evals.eval_questions import fact_recall
+from evals.eval_questions import asking_for, fact_recall
 from evals.metrics import percentile
 
 SPLITS = ("tune", "report", "all")
@@ -287,15 +287,6 @@ async def evaluate_answers(questions: list[AnswerQuestion], collection: str, ask
         if progress:
             progress(i, rows[-1])
     return summarise(rows), rows
-
-
-def asking_for(settings: Settings, store: Any, retriever: Any, backend: Any) -> Any:
-    """The ask use case over this evaluation's store, retriever and backend, with the server's policy."""
-    from assistant.answers.ask import Asking
-    from assistant.answers.rag import AnswerPolicy
-
-    return Asking(store, retriever, backend, AnswerPolicy.of(settings), settings.conversations,
-                  settings.server.max_question_chars)
 
 
 def fail(message: str) -> int:

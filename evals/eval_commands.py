@@ -245,7 +245,6 @@ def run_derive(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _answers(questions, details, collection, store, retriever, backend, settings) -> dict:
-    from evals.eval_answers import asking_for
-    from evals.eval_questions import answer_facts
+    from evals.eval_questions import answer_facts, asking_for
 
     return await answer_facts(questions, details, collection, asking_for(settings, store, retriever, backend))

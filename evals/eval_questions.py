@@ -247,3 +247,12 @@ async def answer_facts(questions: list[Question], details: list[dict], collectio
         "facts_expected": expected_total,
         "answer_errors": errors,
     }
+
+
+def asking_for(settings: Any, store: Any, retriever: Any, backend: Any) -> Any:
+    """The ask use case over this evaluation's store, retriever and backend, with the server's policy."""
+    from assistant.answers.ask import Asking
+    from assistant.answers.rag import AnswerPolicy
+
+    return Asking(store, retriever, backend, AnswerPolicy.of(settings), settings.conversations,
+                  settings.server.max_question_chars)

@@ -110,7 +110,7 @@ def test_the_readme_names_every_mcp_tool(name):
 def test_every_error_code_of_asking_is_in_the_usage_table():
     """The codes the ask use case answers with, each in docs/usage.md's table with the status every HTTP door
     sends (a code added to error_codes.STATUS without its line fails here)."""
-    from assistant.error_codes import STATUS
+    from assistant.security.error_codes import STATUS
 
     usage = (REPO / "docs" / "usage.md").read_text(encoding="utf-8")
     table = usage[usage.index("### Error codes of asking"):]

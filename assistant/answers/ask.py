@@ -28,7 +28,7 @@ from assistant.answers.events import Event
 from assistant.answers.rag import AnswerPolicy, PreparedAnswer, prepare
 from assistant.answers.variants import NotLastQuestion, UnknownTurn
 from assistant.backends.base import Backend, BackendBusy
-from assistant.error_codes import STATUS
+from assistant.security.error_codes import STATUS
 from assistant.security.access import AccessDenied, Identity
 from assistant.settings import ConversationSettings
 

@@ -2,27 +2,19 @@
 stable word a client can say in its own language (the page does), where `detail` is the server's English.
 
 An error the routes name gets its own code (`coded`); any other gets the code of its status
-(assistant/error_codes.py, the one vocabulary of every door)."""
+(assistant/security/error_codes.py, the one vocabulary of every door)."""
 
 from __future__ import annotations
 
 import json
-from typing import Any, TypeVar
+from typing import Any
 
 from litestar import Request, Response
-from litestar.exceptions import HTTPException
 from litestar.exceptions.responses import create_exception_response
 
-from assistant.error_codes import code_of
+from assistant.security.error_codes import code_of, coded
 
-E = TypeVar("E", bound=HTTPException)
-
-
-def coded(exc: E, code: str) -> E:
-    """`exc`, whose response names `code`."""
-    exc.code = code  # type: ignore[attr-defined]
-    return exc
-
+__all__ = ["code_of", "coded", "coded_error_response", "with_code"]
 
 def with_code(content: Any, code: str) -> Any:
     """Litestar's error body (a dict, or its JSON encoding on a route of another media type) with `code`."""

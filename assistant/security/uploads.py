@@ -17,7 +17,7 @@ from typing import Any, Awaitable, Callable
 from litestar.datastructures import UploadFile
 from litestar.exceptions import ClientException, ValidationException
 
-from assistant.routes.errors import coded
+from assistant.security.error_codes import coded
 
 MB = 1024 * 1024
 MAX_NAME_BYTES = 200

@@ -7,6 +7,10 @@ answer path names (answers/ask.py). docs/usage.md lists them; a test checks that
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+E = TypeVar("E", bound=BaseException)
+
 BY_STATUS = {
     400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
     409: "conflict", 413: "too_large", 415: "unsupported_media_type", 429: "busy", 500: "internal_error",
@@ -23,3 +27,9 @@ STATUS = {
 def code_of(status: int, exc: BaseException | None = None) -> str:
     """The code an error response carries: the one its exception names, else its status's."""
     return getattr(exc, "code", None) or BY_STATUS.get(status) or ("invalid_request" if status < 500 else "internal_error")
+
+
+def coded(exc: E, code: str) -> E:
+    """`exc`, whose error body names `code`."""
+    exc.code = code  # type: ignore[attr-defined]
+    return exc
