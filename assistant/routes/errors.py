@@ -15,7 +15,7 @@ from litestar.exceptions.responses import create_exception_response
 STATUS_CODES = {
     400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
     409: "conflict", 413: "too_large", 415: "unsupported_media_type", 429: "busy", 500: "internal_error",
-    503: "unavailable",
+    503: "unavailable", 507: "no_space",
 }
 
 E = TypeVar("E", bound=HTTPException)

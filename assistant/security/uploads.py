@@ -7,6 +7,7 @@ or a right-to-left override should learn that it was not accepted.
 
 from __future__ import annotations
 
+import errno
 import re
 import shutil
 import unicodedata
@@ -15,12 +16,14 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from litestar.datastructures import UploadFile
-from litestar.exceptions import ClientException, ValidationException
+from litestar.exceptions import ClientException, HTTPException, ValidationException
 
 MB = 1024 * 1024
 MAX_NAME_BYTES = 200
 PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 STAGING_PREFIX = ".staging-"
+QUOTED_VALUE = re.compile(r'"(.*?)"\s*(?:;|$)', re.DOTALL)  # up to the quote that ends the parameter
+RAW_FILENAME = re.compile(r";\s*filename\s*=(.*)$", re.IGNORECASE | re.DOTALL)  # `filename*=` is another parameter
 
 
 class PayloadTooLarge(ClientException):
@@ -44,6 +47,21 @@ def bounded_receive(receive: Callable[[], Awaitable[dict]], limit: int) -> Calla
     return receive_bounded
 
 
+def sent_name(upload: UploadFile) -> Any:
+    """The file name as the client wrote it in the part's Content-Disposition, before the multipart
+    parser's repairs (which cut `C:\\x.md` to `x.md` and `"a"b.md"` to `a`): those names are refused,
+    not rewritten. The parsed name when the header cannot be read."""
+    header = next((v for k, v in (upload.headers or {}).items() if k.lower() == "content-disposition"), "")
+    found = RAW_FILENAME.search(header)
+    if found is None:
+        return upload.filename
+    value = found[1].strip()
+    quoted = QUOTED_VALUE.match(value)
+    if quoted is not None:
+        return quoted[1]
+    return value.split(";", 1)[0].strip()
+
+
 def check_upload_name(raw: Any) -> str:
     """The file name as given, when it is a plain name; else a 400 that says what is wrong with it."""
     name = raw if isinstance(raw, str) else ""
@@ -52,6 +70,8 @@ def check_upload_name(raw: Any) -> str:
         raise ValidationException(f"unusable file name {shown}")
     if "/" in name or "\\" in name:
         raise ValidationException(f"file name {shown} names a folder: send the file's own name")
+    if '"' in name or ":" in name:
+        raise ValidationException(f"file name {shown} holds '\"' or ':', which name no plain file on every system")
     if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in name):
         raise ValidationException(f"file name {shown} holds control or invisible formatting characters "
                                   "(NUL, line breaks, right-to-left overrides ...)")
@@ -67,7 +87,7 @@ def check_upload_name(raw: Any) -> str:
 
 
 def checked_names(files: list[UploadFile]) -> list[str]:
-    names = [check_upload_name(f.filename) for f in files]
+    names = [check_upload_name(sent_name(f)) for f in files]
     seen: set[str] = set()
     for n in names:
         if n.casefold() in seen:
@@ -76,21 +96,32 @@ def checked_names(files: list[UploadFile]) -> list[str]:
     return names
 
 
-def save_all(files: list[UploadFile], names: list[str], folder: Path, limit: int) -> list[Path]:
+def save_all(files: list[UploadFile], names: list[str], folder: Path, limit: int, file_limit: int) -> list[Path]:
     """Write every file into a staging folder beside `folder`, then move them all in; on any failure
-    nothing is left behind (a same-named earlier upload is replaced only on success)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    staging = folder.parent / f"{STAGING_PREFIX}{folder.name}-{uuid.uuid4().hex}"
-    staging.mkdir()
+    nothing is left behind (a same-named earlier upload is replaced only on success).
+
+    A file over `file_limit` (ingest.max_file_mb; a zip is unpacked and its members held to it instead) is
+    refused here, as ingestion would skip it anyway; a full disk is a 507 that says so."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        staging = folder.parent / f"{STAGING_PREFIX}{folder.name}-{uuid.uuid4().hex}"
+        staging.mkdir()
+    except OSError as exc:
+        raise no_space(exc) from None
     try:
         total = 0
         for upload, name in zip(files, names):
+            size = 0
             with open(staging / name, "xb") as out:
                 upload.file.seek(0)
                 while chunk := upload.file.read(MB):
                     total += len(chunk)
+                    size += len(chunk)
                     if total > limit:
                         raise PayloadTooLarge(f"upload larger than the limit of {limit / MB:.1f} MB")
+                    if size > file_limit and not name.lower().endswith(".zip"):
+                        raise PayloadTooLarge(f"{name!r} is larger than {file_limit / MB:.1f} MB (ingest.max_file_mb): "
+                                              "ingestion would skip it")
                     out.write(chunk)
         saved = []
         for name in names:
@@ -98,5 +129,29 @@ def save_all(files: list[UploadFile], names: list[str], folder: Path, limit: int
             (staging / name).replace(target)
             saved.append(target.resolve())
         return saved
+    except OSError as exc:
+        raise no_space(exc) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+class InsufficientStorage(HTTPException):
+    """507: the server's disk is full."""
+
+    status_code = 507
+    code = "no_space"
+
+
+def is_no_space(exc: BaseException) -> bool:
+    """Whether an error (an OSError, or SQLite's through SQLAlchemy) says the disk is full."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return "database or disk is full" in str(exc)
+
+
+def no_space(exc: OSError) -> Exception:
+    """A full disk as a 507 with the reason; any other OSError as it was."""
+    if is_no_space(exc):
+        return InsufficientStorage("the server's disk is full: nothing of this upload was kept; "
+                                   "send it again once space is freed")
+    return exc
