@@ -393,4 +393,4 @@ async def test_an_id_of_another_collection_answers_as_a_missing_id(client, world
             assert theirs.status_code == 404 and not leaks(theirs), (who, door.template, theirs.text)
             assert theirs.json() == json.loads(gone.text.replace(str(missing[param]), own_id)), (who, door.template)
             probed += 1
-    assert probed >= 8
+    assert probed == 7  # read: 3 doors (the summary needs ask), ask: 4
