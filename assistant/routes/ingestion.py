@@ -22,13 +22,13 @@ from sqlalchemy.exc import OperationalError
 from indexes.jobs import Jobs
 from indexes.maintenance import tombstone_collection
 from indexes.models import Document
+from indexes.no_space import is_no_space
 
 from assistant.security.access import Identity, scoped
 from assistant.routes.deps import RowId, check_name, require_collection
 from assistant.routes.errors import coded
 from assistant.services import Services
-from assistant.security.uploads import (MB, InsufficientStorage, PayloadTooLarge, bounded_receive, checked_names,
-                                        is_no_space, save_all)
+from assistant.security.uploads import MB, InsufficientStorage, PayloadTooLarge, bounded_receive, checked_names, save_all
 
 
 class SourceRequest(BaseModel):

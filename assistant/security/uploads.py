@@ -7,7 +7,6 @@ or a right-to-left override should learn that it was not accepted.
 
 from __future__ import annotations
 
-import errno
 import re
 import shutil
 import unicodedata
@@ -17,6 +16,8 @@ from typing import Any, Awaitable, Callable
 
 from litestar.datastructures import UploadFile
 from litestar.exceptions import ClientException, HTTPException, ValidationException
+
+from indexes.no_space import is_no_space
 
 MB = 1024 * 1024
 MAX_NAME_BYTES = 200
@@ -140,13 +141,6 @@ class InsufficientStorage(HTTPException):
 
     status_code = 507
     code = "no_space"
-
-
-def is_no_space(exc: BaseException) -> bool:
-    """Whether an error (an OSError, or SQLite's through SQLAlchemy) says the disk is full."""
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return True
-    return "database or disk is full" in str(exc)
 
 
 def no_space(exc: OSError) -> Exception:
