@@ -15,7 +15,6 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from assistant.app import create_app
-from assistant.backends.upstream_auth import upstream_auth
 from tests.assistant.test_app import fill
 
 API_KEY = "sk-proj-Zq9LmN3xR7tY2vB8kP4w"
@@ -110,5 +109,7 @@ async def test_a_refusing_upstream_reaches_no_door_with_its_words(upstream, sett
     ("http://h:1/v1?x=1", API_KEY, f"Bearer {API_KEY}"),
 ])
 def test_one_auth_header_rule(url, key, sent):
+    from assistant.backends.upstream_auth import upstream_auth
+
     auth = upstream_auth(url, key)
     assert auth.authorization == sent and PASSWORD not in auth.url and auth.url.startswith("http://h:1/v1")
