@@ -32,7 +32,8 @@ from assistant.routes.ask import ask
 from assistant.routes.collections import CollectionController, create_collection
 from assistant.routes.conversations import ConversationController
 from assistant.routes.deps import provide_identity, provide_services
-from assistant.routes.errors import code_of, coded_error_response
+from assistant.error_codes import code_of
+from assistant.routes.errors import coded_error_response
 from assistant.routes.feedback import TurnFeedbackController, export_feedback
 from assistant.routes.health import health, status
 from assistant.routes.ingestion import add_source, delete_collection, delete_document, upload_documents
@@ -86,7 +87,8 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         svc = services or await to_thread.run_sync(Services.build, settings)
         app.state.services = svc
-        app.state.telemetry = Telemetry(lambda: svc.store)
+        app.state.telemetry = telemetry = Telemetry(lambda: svc.store)
+        svc.asking.observe, svc.asking.on_busy = telemetry.observe, telemetry.busy_rejections.inc
         await to_thread.run_sync(svc.check_indexes)
         await to_thread.run_sync(svc.embedder.embed_query, "warm up")  # the first question is not the slow one
         if svc.retriever.processes is not None:  # nor the first burst: every search process is loaded

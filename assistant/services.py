@@ -14,10 +14,12 @@ from indexes.factory import embedder_from, retriever_from, search_processes_from
 from indexes.retrieve import Retriever
 from indexes.store import Store
 
+from assistant.answers.ask import Asking
+from assistant.answers.rag import AnswerPolicy
 from assistant.backends.base import Backend
 from assistant.backends.factory import create_backend
-from assistant.security.limits import Gate, capped
-from assistant.answers.question_embedding import BatchingEmbedder
+from assistant.backends.capped import Gate, capped
+from indexes.question_embedding import BatchingEmbedder
 from assistant.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -30,7 +32,7 @@ class Services:
     embedder: Embedder
     retriever: Retriever
     backend: Backend | None
-    in_flight: int = 0  # answers being streamed right now
+    asking: Asking  # the one use case behind every door that answers a question
     search_gate: Gate | None = None  # searches at once (server.max_concurrent_searches)
 
     @classmethod
@@ -41,14 +43,21 @@ class Services:
     @classmethod
     def assemble(cls, settings: Settings, store: Store, embedder: Embedder, backend: Backend | None) -> "Services":
         """The services around a store, embedder and backend already made (tests share a loaded embedder)."""
-        # Concurrent questions share one embedding forward pass (answers/question_embedding.py).
+        # Concurrent questions share one embedding forward pass (indexes/question_embedding.py).
         # Every backend gets the same cap on answers at once (server.max_concurrent_answers), beyond its own queue.
         backend = capped(backend, settings.server.max_concurrent_answers)
         retriever = retriever_from(settings.retrieval, store, BatchingEmbedder(embedder), settings.embedder)
         retriever.processes = search_processes_from(settings.retrieval, store.data_dir, settings.database_url,
                                                     settings.embedder)
-        return cls(settings, store, embedder, retriever, backend,
+        asking = Asking(store, retriever, backend, AnswerPolicy.of(settings), settings.conversations,
+                        settings.server.max_question_chars)
+        return cls(settings, store, embedder, retriever, backend, asking,
                    search_gate=Gate(settings.server.max_concurrent_searches, "searches"))
+
+    @property
+    def in_flight(self) -> int:
+        """Answers being streamed right now."""
+        return self.asking.in_flight.now
 
     def check_indexes(self) -> list[str]:
         """Load every collection's FAISS index, rebuilding (and saving) those that are stale or missing."""

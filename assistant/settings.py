@@ -331,10 +331,12 @@ class GenerationSettings(BaseModel):
         "for the packaged small models (the llamacpp backend without model_path)",
     )
     absent_words: Literal["auto", "on", "off"] = Field(
-        "auto",
-        description="a question with a word that none of its sources holds and at most 0.2% of the collections' "
-        "passages hold is answered 'the documents do not contain the answer', naming the word, without asking the "
-        "model; auto = on for the packaged small models (the llamacpp backend without model_path)",
+        "off",
+        description="opt-in: a question with a word that none of its sources holds and at most 0.2% of the "
+        "collections' passages hold is answered 'the documents do not contain the answer', naming the word, without "
+        "asking the model (auto = on for the packaged small models). Off by default: the words people use are often "
+        "not the documents' own (a contraction, a pronoun, a typo, a brand name, a first-person story), and one such "
+        "word refused answerable questions",
     )
 
 

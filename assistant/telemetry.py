@@ -22,6 +22,8 @@ from sqlalchemy import text
 
 from indexes.store import Store
 
+from assistant.answers.events import Done, Failed, Token
+
 HTTP_PREFIX = "assistant_http"  # Litestar's request series: assistant_http_requests_total, ..._duration_seconds
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
@@ -114,30 +116,31 @@ class Telemetry:
         """The page Prometheus scrapes (reads the store: call from a worker thread)."""
         return generate_latest(self.registry)
 
-    def record_done(self, data: dict[str, Any], pieces: int) -> None:
-        timings = data.get("timings") or {}
+    def record_done(self, done: Done, pieces: int) -> None:
+        timings = done.timings
         if timings.get("retrieve_ms") is not None:
             self.retrieval_seconds.observe(timings["retrieve_ms"] / 1000)
         if timings.get("first_token_ms") is not None:
             self.first_token_seconds.observe(timings["first_token_ms"] / 1000)
-        tokens = data.get("completion_tokens")
-        self.generated_tokens.inc(tokens if isinstance(tokens, int) else pieces)
+        tokens = done.completion_tokens
+        self.generated_tokens.inc(tokens if tokens is not None else pieces)
         self.answers.labels("done").inc()
 
     async def observe(self, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        """rag's events, passed through unchanged while they are counted."""
+        """An answer's events (answers/events.py), passed through unchanged while they are counted."""
         pieces = 0
         self.answers_in_flight.inc()
         try:
             async for event in events:
-                if event.type == "token":
-                    pieces += 1
-                elif event.type == "done":
-                    self.record_done(event.data, pieces)
-                elif event.type == "error":
-                    if event.data.get("code") == "busy":
-                        self.busy_rejections.inc()
-                    self.answers.labels("error").inc()
+                match event:
+                    case Token():
+                        pieces += 1
+                    case Done():
+                        self.record_done(event, pieces)
+                    case Failed(code=code):
+                        if code == "busy":
+                            self.busy_rejections.inc()
+                        self.answers.labels("error").inc()
                 yield event
         finally:
             self.answers_in_flight.dec()

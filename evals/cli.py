@@ -1,4 +1,4 @@
-"""`assistant bench serve|ingest|retrieval` and `assistant eval retrieval|questions|derive|answers`: every flag of the
+"""`assistant bench serve|ingest|retrieval` and `assistant eval retrieval|questions|derive|answers|contrast|variants`: every flag of the
 measurement commands, in one place.
 
 Reaches the `assistant` command through the `assistant.commands` entry-point group, as the ingestion
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from assistant.backends.registry import backend_names
 from assistant.cli import add_common
-from evals import bench_ingest, bench_retrieval, bench_serve, eval_answers, eval_commands
+from evals import bench_ingest, bench_retrieval, bench_serve, contrast_pairs, eval_answers, eval_commands, question_variants
 
 
 def positive_int(text: str) -> int:
@@ -40,6 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_eval_questions(eval_sub)
     add_eval_derive(eval_sub)
     add_eval_answers(eval_sub)
+    add_eval_contrast(eval_sub)
+    add_eval_variants(eval_sub)
 
 
 def add_bench_serve(sub: argparse._SubParsersAction) -> None:
@@ -154,3 +156,25 @@ def add_eval_answers(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--out", type=Path, help="also write the JSON report, with every answer, to this file")
     a.add_argument("--json", action="store_true", help="print one JSON object")
     a.set_defaults(func=eval_answers.run, overrides=eval_answers.overrides)
+
+
+def add_eval_contrast(sub: argparse._SubParsersAction) -> None:
+    c = sub.add_parser("contrast", help="the answer check on claim/source pairs made by a method: negation, number, "
+                       "name and source swaps, paraphrases; agreement per kind and language")
+    add_common(c)
+    c.add_argument("--root", type=Path, action="append", required=True, help="a folder of Markdown/text files (repeat)")
+    c.add_argument("--split", choices=("tune", "report", "all"), default="report",
+                   help="pairs of this half of the files (default report: the half the check was not shaped on)")
+    c.add_argument("--seed", type=int, default=0, help="the seed of the rewording and the swaps")
+    c.add_argument("--misses", action="store_true", help="also list pairs the check got wrong (up to 40)")
+    c.add_argument("--json", action="store_true", help="print one JSON line")
+    c.set_defaults(func=contrast_pairs.run)
+
+
+def add_eval_variants(sub: argparse._SubParsersAction) -> None:
+    v = sub.add_parser("variants", help="write the answerable questions of a file reworded the ways people ask "
+                       "(first person, a typo, a synonym, run-on, a story), for `eval answers`")
+    add_common(v)
+    v.add_argument("file", type=Path, help="JSON Lines questions (as `eval answers` reads them)")
+    v.add_argument("--out", type=Path, required=True, help="the variants, JSON Lines")
+    v.set_defaults(func=question_variants.run)

@@ -66,6 +66,7 @@ class AnswerQuestion:
     facts: list[str] = field(default_factory=list)
     unanswerable: bool = False
     split: str = "tune"
+    variant: str = ""  # the kind of rewording it is of another question (eval variants), if any
 
 
 def split_of(question: str) -> str:
@@ -91,7 +92,8 @@ def load_answer_questions(path: Path) -> list[AnswerQuestion]:
             split = row.get("split") or split_of(text)
             if split not in ("tune", "report"):
                 raise ValueError(f"{path}:{n}: split must be 'tune' or 'report', not {split!r}")
-            out.append(AnswerQuestion(text, sources, [str(f) for f in row.get("answer_facts") or []], unanswerable, split))
+            out.append(AnswerQuestion(text, sources, [str(f) for f in row.get("answer_facts") or []], unanswerable, split,
+                                      str(row.get("variant") or "")))
     return out
 
 
@@ -118,6 +120,8 @@ def score_answer(q: AnswerQuestion, answer: str, cited_paths: list[str], source_
         "citation_precision": check.citation_precision, "citation_coverage": check.citation_coverage,
         "abstained": check.abstained, "unsupported": check.unsupported,
         "replaced": bool((done.get("check") or {}).get("replaced")),
+        "off_topic": bool((done.get("check") or {}).get("off_topic")),
+        "contradicted": bool((done.get("check") or {}).get("contradicted")),
         "language_match": support.language_of(answer) == support.language_of(q.question),
         "empty": not answer.strip(),
         "template_leak": bool(TEMPLATE_LEAK.search(done.get("model_answer") or answer)),
@@ -125,28 +129,36 @@ def score_answer(q: AnswerQuestion, answer: str, cited_paths: list[str], source_
     }
 
 
-async def ask(q: AnswerQuestion, collection: str, *, retriever, backend, settings: Settings) -> dict[str, Any]:
-    """One question through rag.prepare() and its events (what `answer()` runs), scored."""
+async def ask(q: AnswerQuestion, collection: str, asking: Any) -> dict[str, Any]:
+    """One question through the ask use case (answers/ask.py, what every door runs) and its events, scored."""
+    from assistant.answers.ask import AskError, Question
+    from assistant.answers.events import Done, Failed, Sources
     from assistant.answers.prompts import sources_shown
-    from assistant.answers.rag import prepare
+    from assistant.security.access import LOCAL_USER
 
     row: dict[str, Any] = {"question": q.question, "split": q.split, "unanswerable": q.unanswerable,
-                           "source": "|".join(q.sources)}
-    prepared = await prepare(q.question, collection, retriever=retriever, backend=backend, settings=settings)
-    used = prepared.prompt.sources_used if prepared.prompt else []
-    texts, places = sources_shown(used)
+                           "source": "|".join(q.sources), "variant": q.variant}
     cited: list[str] = []
     done: dict[str, Any] = {}
     try:
-        async for event in prepared.events():
-            if event.type == "sources":
-                cited = [s["path"] for s in event.data["sources"] if s.get("cited")]
-            elif event.type == "done":
-                done = event.data
-            elif event.type == "error":
-                row["error"] = event.data.get("message")
+        answering = await asking.open(LOCAL_USER, Question(q.question, (collection,)))
+    except AskError as exc:
+        row["error"] = exc.message
+        row.update(answer="", cited=[], **score_answer(q, "", [], {}, {}, {}))
+        return row
+    used = answering.prepared.prompt.sources_used if answering.prepared.prompt else []
+    texts, places = sources_shown(used)
+    try:
+        async for event in answering.events():
+            match event:
+                case Sources():
+                    cited = [s["path"] for s in event.sources if s.get("cited")]
+                case Done():
+                    done = event.data
+                case Failed(message=message):
+                    row["error"] = message
     finally:
-        await prepared.aclose()
+        await answering.aclose()
     answer = str(done.get("answer") or "")
     if (done.get("check") or {}).get("replaced"):  # the reader sees the statement of abstention, citing nothing
         row["model_cited"], cited = cited, []
@@ -199,8 +211,43 @@ def _mean(values: list[float | None]) -> float | None:
     return round(mean(xs), 4) if xs else None
 
 
+OUTCOMES = ("right_answer", "right_abstention", "false_abstention", "invention", "answer_without_facts")
+CRAG_POINTS = {"right_answer": 1, "right_abstention": 1, "false_abstention": 0, "invention": -1,
+               "answer_without_facts": -1}
+
+
+def outcome(row: dict[str, Any]) -> str:
+    """What the reader got, in one word: an answer with at least one expected fact, an abstention where the
+    documents hold no answer, an abstention where they do, an answer where they hold none, or an answer
+    without any expected fact."""
+    if row["unanswerable"]:
+        return "right_abstention" if row["abstained"] else "invention"
+    if row["abstained"]:
+        return "false_abstention"
+    return "right_answer" if row["facts_found"] > 0 else "answer_without_facts"
+
+
+def headline(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One line per set: the count of each outcome and the CRAG-style score (+1 a right answer or a right
+    abstention, 0 a false abstention, -1 an invention or an answer without the facts; the mean)."""
+    found = [outcome(r) for r in rows]
+    score = sum(CRAG_POINTS[o] for o in found) / len(found) if found else None
+    return {**{o: found.count(o) for o in OUTCOMES}, "crag_score": round(score, 4) if score is not None else None}
+
+
+def by_variant(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per kind of rewording (eval variants): the headline, false abstentions and fact recall."""
+    out: dict[str, Any] = {}
+    for kind in sorted({r.get("variant") or "" for r in rows} - {""}):
+        group = [r for r in rows if r.get("variant") == kind]
+        expected = sum(r["facts_expected"] for r in group)
+        out[kind] = {**headline(group), "false_abstentions": _rate([r["abstained"] for r in group]),
+                     "fact_recall": round(sum(r["facts_found"] for r in group) / expected, 4) if expected else None}
+    return out
+
+
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The totals of the per-question rows."""
+    """The totals of the per-question rows, the headline first."""
     answerable = [r for r in rows if not r["unanswerable"]]
     unanswerable = [r for r in rows if r["unanswerable"]]
     expected = sum(r["facts_expected"] for r in answerable)
@@ -208,6 +255,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     ttft = [r["ttft_ms"] for r in asked if r.get("ttft_ms") is not None]
     speed = [r["tokens_per_s"] for r in asked if r.get("tokens_per_s") is not None]
     return {
+        "headline": headline(rows),
         "questions": len(rows), "answerable": len(answerable), "unanswerable": len(unanswerable),
         "fact_recall": round(sum(r["facts_found"] for r in answerable) / expected, 4) if expected else None,
         "facts_expected": expected,
@@ -224,18 +272,30 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "errors": sum(1 for r in rows if r.get("error")),
         "ttft_ms_p50": round(percentile(ttft, 50), 1) if ttft else None,
         "tokens_per_s_p50": round(percentile(speed, 50), 2) if speed else None,
+        "off_topic": sum(bool(r.get("off_topic")) for r in rows),
+        "contradicted": sum(bool(r.get("contradicted")) for r in rows),
+        **({"by_variant": variants} if (variants := by_variant(rows)) else {}),
     }
 
 
-async def evaluate_answers(questions: list[AnswerQuestion], collection: str, *, retriever, backend, settings: Settings,
+async def evaluate_answers(questions: list[AnswerQuestion], collection: str, asking: Any,
                            progress: Callable[[int, dict], None] | None = None) -> tuple[dict, list[dict]]:
     """Every question answered one after another (as one user would ask them); totals and rows."""
     rows: list[dict] = []
     for i, q in enumerate(questions, start=1):
-        rows.append(await ask(q, collection, retriever=retriever, backend=backend, settings=settings))
+        rows.append(await ask(q, collection, asking))
         if progress:
             progress(i, rows[-1])
     return summarise(rows), rows
+
+
+def asking_for(settings: Settings, store: Any, retriever: Any, backend: Any) -> Any:
+    """The ask use case over this evaluation's store, retriever and backend, with the server's policy."""
+    from assistant.answers.ask import Asking
+    from assistant.answers.rag import AnswerPolicy
+
+    return Asking(store, retriever, backend, AnswerPolicy.of(settings), settings.conversations,
+                  settings.server.max_question_chars)
 
 
 def fail(message: str) -> int:
@@ -292,6 +352,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             return fail(f"unknown collection {collection!r} in {data_dir}")
         retriever = retriever_from(settings.retrieval, store, embedder, settings.embedder)
         backend = create_backend(settings)
+        asking = asking_for(settings, store, retriever, backend)
 
         def progress(i: int, row: dict) -> None:
             facts = "unanswerable" if row["unanswerable"] else f"facts {row['facts_found']}/{row['facts_expected']}"
@@ -301,8 +362,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
         async def go() -> tuple[dict, list[dict]]:
             try:
-                return await evaluate_answers(questions, collection, retriever=retriever, backend=backend,
-                                              settings=settings, progress=progress)
+                return await evaluate_answers(questions, collection, asking, progress=progress)
             finally:
                 await backend.aclose()
 

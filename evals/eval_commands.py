@@ -173,7 +173,7 @@ def run_questions(args: argparse.Namespace, settings: Settings) -> int:
 
             backend = create_backend(settings)
             try:
-                out.update(asyncio.run(_answers(questions, details, collection, retriever, backend, settings)))
+                out.update(asyncio.run(_answers(questions, details, collection, store, retriever, backend, settings)))
             finally:
                 asyncio.run(backend.aclose())
     finally:
@@ -231,7 +231,8 @@ def run_derive(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-async def _answers(questions, details, collection, retriever, backend, settings) -> dict:
+async def _answers(questions, details, collection, store, retriever, backend, settings) -> dict:
+    from evals.eval_answers import asking_for
     from evals.eval_questions import answer_facts
 
-    return await answer_facts(questions, details, collection, retriever=retriever, backend=backend, settings=settings)
+    return await answer_facts(questions, details, collection, asking_for(settings, store, retriever, backend))

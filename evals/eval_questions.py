@@ -205,11 +205,12 @@ def evaluate_questions(
     return metrics, details
 
 
-async def answer_facts(
-    questions: list[Question], details: list[dict], collection: str, *, retriever, backend, settings
-) -> dict[str, float]:
-    """Generate an answer for each question with facts; fact recall = facts found / facts expected."""
-    from assistant.answers.rag import answer
+async def answer_facts(questions: list[Question], details: list[dict], collection: str, asking: Any) -> dict[str, float]:
+    """Generate an answer for each question with facts, through the ask use case (what every door runs);
+    fact recall = facts found / facts expected."""
+    from assistant.answers.ask import AskError, Question as Asked
+    from assistant.answers.events import Failed, Token
+    from assistant.security.access import LOCAL_USER
 
     found_total = expected_total = 0
     errors = 0
@@ -217,12 +218,19 @@ async def answer_facts(
         if not q.answer_facts:
             continue
         pieces: list[str] = []
-        async for event in answer(q.question, collection, retriever=retriever, backend=backend, settings=settings):
-            if event.type == "token":
-                pieces.append(event.data["text"])
-            elif event.type == "error":
-                errors += 1
-                d["error"] = event.data.get("message")
+        try:
+            answering = await asking.open(LOCAL_USER, Asked(q.question, (collection,)))
+        except AskError as exc:
+            errors += 1
+            d["error"] = exc.message
+            continue
+        async for event in answering.events():
+            match event:
+                case Token(text=text):
+                    pieces.append(text)
+                case Failed(message=message):
+                    errors += 1
+                    d["error"] = message
         text = "".join(pieces)
         found, expected = fact_recall(text, q.answer_facts)
         found_total += found

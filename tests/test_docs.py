@@ -107,6 +107,17 @@ def test_the_readme_names_every_mcp_tool(name):
     assert all(f"`{t}`" in text for t in TOOL_SCOPES), "README lists the MCP tools"
 
 
+def test_every_error_code_of_asking_is_in_the_usage_table():
+    """The codes the ask use case answers with, each in docs/usage.md's table with the status every HTTP door
+    sends (a code added to error_codes.STATUS without its line fails here)."""
+    from assistant.error_codes import STATUS
+
+    usage = (REPO / "docs" / "usage.md").read_text(encoding="utf-8")
+    table = usage[usage.index("### Error codes of asking"):]
+    rows = dict(re.findall(r"^\| `([a-z_]+)` \| (\d{3}) \|", table, re.M))
+    assert {code: int(status) for code, status in rows.items()} == STATUS
+
+
 # A model name as the examples give it: `model="..."` (Python), `"model": "..."` (JSON), `model: ...` on
 # a YAML line of its own, and the embedder's name in backticks.
 DOC_MODELS = re.compile(r"""\bmodel(?:_name)?="([^"<]+)"|"model":\s*"([^"<]+)"|^\s*-?\s*model(?:_name)?:\s*([^\s<]+)$|`(gt_[\w-]+)`""",

@@ -10,7 +10,8 @@ import pytest
 
 from assistant.backends.factory import create_backend
 from assistant.answers.citations import cited_numbers
-from assistant.answers.rag import answer
+from assistant.answers.rag import AnswerPolicy
+from tests.support.answering import answer
 from indexes.factory import retriever_from
 from indexes.store import Store
 from ingest.pipeline import ingest_paths
@@ -83,7 +84,7 @@ async def test_real_llamacpp_answer_streams_and_cites_only_returned_sources(inge
     retriever = retriever_from(settings.retrieval, store, embedder)
     try:
         for question, page in QUESTIONS[:2]:
-            events = [e async for e in answer(question, ["handbook"], retriever=retriever, backend=backend, settings=settings)]
+            events = [e async for e in answer(question, ["handbook"], retriever=retriever, backend=backend, policy=AnswerPolicy.of(settings))]
             kinds = [e.type for e in events]
             assert "error" not in kinds, events[-1]
             assert kinds[0] == "retrieved" and kinds[-2:] == ["sources", "done"] and set(kinds[1:-2]) == {"token"}

@@ -29,7 +29,7 @@ export class ApiError extends Error {
 const OWN_WORDS = {
   collection_exists: "error.collectionExists",
   invalid_collection_name: "docs.nameInvalid",
-  unknown_collection: "error.unknownCollection",
+  collection_not_found: "error.unknownCollection",
   question_empty: "chat.empty",
   question_too_long: "error.questionTooLong",
   path_not_absolute: "error.pathNotAbsolute",

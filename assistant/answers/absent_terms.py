@@ -31,7 +31,8 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from assistant.answers.support import TOKEN, LATIN_LETTER, NOT_IN_DOCUMENTS, normalise, units
+from assistant.answers.statements import NOT_IN_DOCUMENTS
+from assistant.answers.text_units import LATIN_LETTER, TOKEN, normalise, units
 
 INNER_CAPITAL = re.compile(r"[a-z][A-Z]")
 RARE_SHARE = 0.002  # 4 passages of the handbook's 2,466; none of a collection under 500

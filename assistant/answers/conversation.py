@@ -32,7 +32,8 @@ from indexes.turn_groups import latest_variants
 
 from assistant.backends.base import Backend
 from assistant.answers.followup import Rewrite, standalone_query
-from assistant.answers.rag import Event, partial_sources
+from assistant.answers.events import Done, Event, Failed, Retrieved, Sources, Token
+from assistant.answers.rag import partial_sources
 from assistant.answers.variants import replaced_group
 from assistant.settings import ConversationSettings
 
@@ -145,29 +146,31 @@ class ConversationTurn:
         try:
             await anyio.to_thread.run_sync(name_untitled, self.engine, self.conversation_id, self.question)
             async for event in events:
-                if event.type == "retrieved":
-                    self.retrieved = event.data.get("sources", [])
-                elif event.type == "token":
-                    self.streamed.append(event.data.get("text", ""))
-                elif event.type == "sources":
-                    self.sources = event.data.get("sources", [])
-                elif event.type == "error":
-                    ended = True
-                    await self.keep_unfinished("error", query)
-                elif event.type == "done":
-                    ended = True
-                    try:
-                        turn = await anyio.to_thread.run_sync(lambda: record_turn(
-                            self.engine, self.conversation_id, question=self.question, query=query,
-                            answer=event.data.get("answer", ""), sources=self.sources, variant_of=self.variant_of,
-                        ))
-                    except UnknownConversation as exc:
-                        yield Event("error", {"message": f"{exc}: it was deleted during the answer", "code": "conversation_not_found"})
-                        return
-                    data = dict(event.data, conversation_id=self.conversation_id, turn_id=turn.id, query=query,
-                                query_rewrite=self.rewrite.method if self.rewrite else "none")
-                    data["timings"] = dict(data.get("timings") or {}, rewrite_ms=round(self.rewrite_ms, 1))
-                    event = Event("done", data)
+                match event:
+                    case Retrieved(sources=sources):
+                        self.retrieved = sources
+                    case Token(text=text):
+                        self.streamed.append(text)
+                    case Sources(sources=sources):
+                        self.sources = sources
+                    case Failed():
+                        ended = True
+                        await self.keep_unfinished("error", query)
+                    case Done():
+                        ended = True
+                        try:
+                            turn = await anyio.to_thread.run_sync(lambda: record_turn(
+                                self.engine, self.conversation_id, question=self.question, query=query,
+                                answer=event.answer, sources=self.sources, variant_of=self.variant_of,
+                            ))
+                        except UnknownConversation as exc:
+                            yield Failed(f"{exc}: it was deleted during the answer", "conversation_not_found")
+                            return
+                        event = Done(event.answer, event.model, event.prompt_tokens,
+                                     dict(event.timings, rewrite_ms=round(self.rewrite_ms, 1)), event.check,
+                                     event.completion_tokens,
+                                     dict(event.extra, conversation_id=self.conversation_id, turn_id=turn.id,
+                                          query=query, query_rewrite=self.rewrite.method if self.rewrite else "none"))
                 yield event
         finally:
             if not ended:

@@ -28,7 +28,8 @@ from typing import Protocol
 from indexes.location import Location
 from indexes.retrieve import Hit
 
-from assistant.answers.support import NOT_IN_DOCUMENTS, language_of
+from assistant.answers.statements import NOT_IN_DOCUMENTS
+from assistant.answers.text_units import language_of
 from assistant.backends.base import Message
 
 SYSTEM_PROMPT = (

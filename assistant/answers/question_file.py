@@ -1,6 +1,6 @@
 """Batch answers: a JSONL file of questions in, one JSON line per answer (with sources) out, resumable.
 
-Each answer goes through `rag.answer()`, the same path as `/api/ask`, with N questions in flight at once
+Each answer goes through the ask use case (answers/ask.py), the same path as `/api/ask`, with N questions in flight at once
 so a batching engine serves them together. Every answer is appended to the output file and flushed as
 soon as it is complete, so a killed run loses at most the answers that were in flight; the next run
 reads the output, keeps what was answered (a cut-off last line is dropped, failed answers are tried
@@ -20,9 +20,11 @@ from typing import Any, Callable
 
 import anyio
 
-from assistant.backends.base import Backend, BackendBusy, Message
-from assistant.answers.rag import answer
-from assistant.services import Services
+from assistant.answers import ask
+from assistant.answers.ask import Asking
+from assistant.answers.events import Done, Failed, Sources, Token
+from assistant.backends.base import Backend, Message
+from assistant.security.access import LOCAL_USER
 
 BUSY_RETRIES = 60  # a full backend queue is waited out: the batch fills it on purpose
 
@@ -163,39 +165,39 @@ def answer_tokens(backend: Backend, text: str) -> int:
     return max(0, with_text - backend.count_tokens([Message(role="user", content="")]))
 
 
-async def answer_question(services: Services, q: Question, collections: list[str], k: int | None) -> dict:
+async def answer_question(asking: Asking, q: Question, collections: list[str], k: int | None) -> dict:
     """One output record: the answer, its sources and token usage, or the error."""
     started = time.perf_counter()
     pieces: list[str] = []
     record: dict[str, Any] = {"id": q.id, "question": q.question}
     for attempt in range(BUSY_RETRIES):
-        events = answer(q.question, collections, retriever=services.retriever, backend=services.backend,
-                        settings=services.settings, k=k)  # fmt: skip
         try:
-            async for event in events:
-                if event.type == "token":
-                    pieces.append(event.data["text"])
-                elif event.type == "sources":
-                    record["sources"] = event.data["sources"]
-                elif event.type == "done":
-                    record["answer"] = event.data["answer"]
-                    record["model"] = event.data.get("model")
-                    usage = {"prompt_tokens": event.data.get("prompt_tokens")}
-                    tokens = event.data.get("completion_tokens")
-                    if not isinstance(tokens, int):
-                        tokens = await anyio.to_thread.run_sync(answer_tokens, services.backend, event.data["answer"])
-                    usage["completion_tokens"] = tokens
-                    record["usage"] = usage
-                elif event.type == "error":
-                    record["error"] = event.data.get("message", "the answer failed")
+            answering = await asking.open(LOCAL_USER, ask.Question(q.question, tuple(collections), k=k))
+        except ask.AskError as exc:
+            if exc.code == "busy" and attempt < BUSY_RETRIES - 1:  # nothing was asked yet: wait it out
+                await asyncio.sleep(min(max(exc.retry_after or 0, 0.2), 2.0))
+                continue
+            record["error"] = f"{exc.message} ({exc.code})"
             break
-        except BackendBusy as exc:  # raised before any event: nothing was asked yet
-            if attempt == BUSY_RETRIES - 1:
-                record["error"] = str(exc)
-                break
-            await asyncio.sleep(min(max(exc.retry_after, 0.2), 2.0))
+        try:
+            async for event in answering.events():
+                match event:
+                    case Token(text=text):
+                        pieces.append(text)
+                    case Sources():
+                        record["sources"] = event.sources
+                    case Done():
+                        record["answer"] = event.answer
+                        record["model"] = event.model
+                        tokens = event.completion_tokens
+                        if tokens is None:
+                            tokens = await anyio.to_thread.run_sync(answer_tokens, asking.backend, event.answer)
+                        record["usage"] = {"prompt_tokens": event.prompt_tokens, "completion_tokens": tokens}
+                    case Failed(message=message):
+                        record["error"] = message
         finally:
-            await events.aclose()
+            await answering.aclose()
+        break
     record.setdefault("answer", "".join(pieces).strip())
     record.setdefault("sources", [])
     record["seconds"] = round(time.perf_counter() - started, 3)
@@ -203,7 +205,7 @@ async def answer_question(services: Services, q: Question, collections: list[str
 
 
 async def run_batch(
-    services: Services,
+    asking: Asking,
     questions: list[Question],
     out: Path,
     collections: list[str],
@@ -228,7 +230,7 @@ async def run_batch(
                     q = queue.get_nowait()
                 except asyncio.QueueEmpty:
                     return
-                record = await answer_question(services, q, collections, k)
+                record = await answer_question(asking, q, collections, k)
                 f.write(json.dumps(record, ensure_ascii=False) + "\n")
                 f.flush()  # in the OS now: a killed process loses only the answers still in flight
                 if record.get("error"):

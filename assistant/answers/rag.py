@@ -1,14 +1,13 @@
 """A question answered from the collections: retrieve, build a prompt that fits, stream the backend.
 
-Events, in order: `retrieved` {"sources": [the prompt's sources in prompt order, every `cited` false]},
-then `token` {"text"} ..., then `sources` {"sources": [cited first, then the others]}, then `done`
-{"answer", "prompt_tokens", "completion_tokens"?, "model", "timings", "check", "document_mode"?, "document"?,
-"model_answer"?} (`document_mode` and `document` for a question about one document: whole or retrieved).
-`retrieved` comes before the backend's first token, so that a client shows what the answer draws on
-while the model works (and still has it when the answer is stopped); `sources` then says which were
-cited. A failure after the start (the prompt cannot fit, the backend fails, anything unexpected)
-becomes one `error` event {"message", "code"} that ends the stream (before `retrieved` when there is no
-prompt); no exception escapes it.
+Events (answers/events.py), in order: `Retrieved` (the prompt's sources in prompt order, every `cited`
+false), then `Token`..., then `Sources` (cited first, then the others), then `Done` (answer, prompt and
+completion tokens, model, timings, check; `extra`: `document_mode` and `document` for a question about one
+document, `model_answer`, `absent_words`). `Retrieved` comes before the backend's first token, so that a
+client shows what the answer draws on while the model works (and still has it when the answer is
+stopped); `Sources` then says which were cited. A failure after the start (the prompt cannot fit, the
+backend fails, anything unexpected) becomes one `Failed` event (message, code) that ends the stream
+(before `Retrieved` when there is no prompt); no exception escapes it.
 
 Once generated, the answer is checked against the prompt's sources (support.py): each source dict
 gains `support` ({"score", "supported", "span": {"char_start", "char_end", "line_start", "line_end",
@@ -24,16 +23,15 @@ own text (the one the `token` events streamed) and `check.replaced` true: a clie
 as the final answer. An answer the model ended without a word is replaced the same way, by NO_ANSWER,
 with `check.empty` true.
 
-A question with a word that none of the prompt's sources holds and almost no passage of the collections
-does (answers/absent_terms.py; `generation.absent_words`) is not sent to the model: the answer streamed
+With `generation.absent_words` on (an opt-in), a question with a word that none of the prompt's sources
+holds and almost no passage of the collections does (answers/absent_terms.py) is not sent to the model: the answer streamed
 is NOT_IN_DOCUMENTS naming the words, and `done` gains `absent_words`.
 
 The one exception is BackendBusy: a backend whose queue is full refuses the request before anything
 was sent, so that an HTTP route can answer 429 with Retry-After instead of opening a stream.
-`prepare()` does everything up to taking the backend's place in its queue and raises BackendBusy;
-`answer()` calls it on its first step, so `await anext(answer(...))` raises BackendBusy before any
-event exists; the HTTP route calls `prepare()` itself and starts its response at once, so the engine's
-first token leaves as one more chunk of a stream already open. (A remote server that answers 429 while
+`prepare()` does everything up to taking the backend's place in its queue and raises BackendBusy before
+any event exists; the ask use case (answers/ask.py) calls it for every door, and an HTTP door starts its
+response at once, so the engine's first token leaves as one more chunk of a stream already open. (A remote server that answers 429 while
 streaming gives an `error` event, code "busy".)
 
 The backend's request leaves as soon as the prompt is built (answers/early_send.py), before the route
@@ -50,10 +48,11 @@ import logging
 import time
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, AsyncIterator
+from typing import TYPE_CHECKING, Any, AsyncIterator
 
 import anyio
 
+from indexes.filters import SearchFilters
 from indexes.reading import DocumentRef
 from indexes.retrieve import Hit, Retriever
 
@@ -65,30 +64,28 @@ from assistant.answers.document_question import document_prompt
 from assistant.answers.support import NO_ANSWER, NOT_IN_DOCUMENTS, AnswerCheck, attribute, check_answer, language_of
 from assistant.answers.early_send import Started, counted_beside
 from assistant.answers.prompts import Prompt, PromptTooLong, build_prompt, early_prompt, sources_shown
+from assistant.answers.events import Done, Event, Failed, Retrieved, Sources, Token
 from assistant.security.redaction import redact_text
-from assistant.settings import Settings
+from assistant.settings import GenerationSettings
 from assistant.answers.source_view import hit_to_source, support_dict
+
+if TYPE_CHECKING:
+    from assistant.settings import Settings
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class Event:
-    type: str  # "retrieved" | "token" | "sources" | "done" | "error"
-    data: dict
-
-
-def error_event(exc: BaseException) -> Event:
+def error_event(exc: BaseException) -> Failed:
     """The `error` event for a failure; the message is safe to show (no traceback)."""
     if isinstance(exc, PromptTooLong):
-        return Event("error", {"message": str(exc), "code": "prompt_too_long"})
+        return Failed(str(exc), "prompt_too_long")
     if isinstance(exc, BackendBusy):
-        return Event("error", {"message": str(exc), "code": "busy", "retry_after": exc.retry_after})
+        return Failed(str(exc), "busy", exc.retry_after)
     if isinstance(exc, BackendError):
-        return Event("error", {"message": redact_text(str(exc)), "code": "backend_error"})
+        return Failed(redact_text(str(exc)), "backend_error")
     log.error("answer failed", exc_info=exc)
     # The exception's own text may name server paths or settings: it goes to the log only.
-    return Event("error", {"message": "internal error (see the server's log)", "code": "internal_error"})
+    return Failed("internal error (see the server's log)", "internal_error")
 
 
 def source_dicts(sources: list[Hit], cited: list[int], check: AnswerCheck | None = None) -> list[dict]:
@@ -110,7 +107,7 @@ def partial_sources(retrieved: list[dict], text: str) -> list[dict]:
     return sorted(out, key=lambda s: (not s["cited"], s["n"]))
 
 
-def _on(mode: str, settings: Settings) -> bool:
+def _on(mode: str, settings: "Settings") -> bool:
     """A guard's on/off/auto setting, where auto means on for the packaged small models (the llamacpp
     backend without model_path, or a managed llama-server running the same)."""
     if mode == "auto":
@@ -118,17 +115,37 @@ def _on(mode: str, settings: Settings) -> bool:
     return mode == "on"
 
 
-def replaces_unsupported(settings: Settings) -> bool:
+def replaces_unsupported(settings: "Settings") -> bool:
     """Whether an unsupported answer is replaced (`generation.replace_unsupported`): the small models
     cite sources that do not say what they claim."""
     return _on(settings.generation.replace_unsupported, settings)
 
 
-def abstains_on_absent_words(settings: Settings) -> bool:
+def abstains_on_absent_words(settings: "Settings") -> bool:
     """Whether a question with a word that neither the sources shown nor the collections use is answered
-    'not in the documents' without the model (`generation.absent_words`, answers/absent_terms.py): the
-    small models answer it from whatever they are shown."""
+    'not in the documents' without the model (`generation.absent_words`, answers/absent_terms.py): an
+    opt-in, since one word people use that the documents do not is no evidence of a missing answer."""
     return _on(settings.generation.absent_words, settings)
+
+
+@dataclass(frozen=True)
+class AnswerPolicy:
+    """How answers are made, resolved once from the settings (the guards' `auto` decided at start-up)."""
+
+    generation: GenerationSettings
+    k: int  # sources retrieved when the question names no k
+    replace_unsupported: bool
+    absent_words: bool
+
+    @classmethod
+    def of(cls, settings: "Settings") -> "AnswerPolicy":
+        return cls(settings.generation, settings.retrieval.k, replaces_unsupported(settings),
+                   abstains_on_absent_words(settings))
+
+    def with_generation(self, **changes: Any) -> "AnswerPolicy":
+        """The same policy with some generation settings changed (a /v1 request's max_tokens, temperature)."""
+        return AnswerPolicy(self.generation.model_copy(update=changes), self.k, self.replace_unsupported,
+                            self.absent_words)
 
 
 class Statement:
@@ -158,7 +175,7 @@ def checked_answer(question: str, text: str, texts: dict[int, str], places: dict
     the model's text). An empty answer is replaced by NO_ANSWER whatever `replace` says: there is nothing
     of the model's to show."""
     attributed = attribute(text, texts, places)
-    check = check_answer(attributed.answer, texts, places)
+    check = check_answer(attributed.answer, texts, places, question)
     empty = not text
     replaced = empty or (replace and check.unsupported and not check.abstained)
     fields = {"answer": attributed.answer}
@@ -168,6 +185,14 @@ def checked_answer(question: str, text: str, texts: dict[int, str], places: dict
         statement = NO_ANSWER if empty else NOT_IN_DOCUMENTS
         fields = {"answer": statement[language_of(question)], "model_answer": text}
     return check, dict(check.to_dict(), replaced=replaced, empty=empty, attributed=attributed.changes), fields
+
+
+@dataclass
+class Absent:
+    """The words of a question that no source shown and almost no passage holds (`generation.absent_words`),
+    found while the prompt is built: when there are any, the model is not asked."""
+
+    words: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -187,7 +212,8 @@ class PreparedAnswer:
     early_count_ms: float | None = None  # an early prompt's count, made beside the engine's prefill
     question: str = ""  # its language is the language of a replaced answer
     replace_unsupported: bool = False
-    done_fields: dict = field(default_factory=dict)  # what `done` also says (a question about one document)
+    extra: dict = field(default_factory=dict)  # what `done` also says (a question about one document)
+    absent: Absent = field(default_factory=lambda: Absent())  # words of the question no document uses
     _closed: bool = field(default=False, repr=False)
 
     async def events(self) -> AsyncIterator[Event]:
@@ -199,7 +225,7 @@ class PreparedAnswer:
             try:
                 self.prompt, self.stream = await counted_beside(
                     self.stream, self.prompt, self.backend.count_tokens, self.rebuild,
-                    lambda fitted: opened(self.backend, fitted, self.params, self.question, self.done_fields))
+                    lambda fitted: opened(self.backend, fitted, self.params, self.question, self.absent))
             except Exception as exc:
                 await self.aclose()
                 yield error_event(exc)
@@ -211,7 +237,7 @@ class PreparedAnswer:
         first_token_ms: float | None = None
         engine_first_ms: float | None = None  # the backend's own time to its first piece
         try:
-            yield Event("retrieved", {"sources": source_dicts(prompt.sources_used, [])})
+            yield Retrieved(source_dicts(prompt.sources_used, []))
             async for piece in self.stream:
                 if engine_first_ms is None and piece:
                     engine_first_ms = (time.perf_counter() - self.sent) * 1000
@@ -220,11 +246,11 @@ class PreparedAnswer:
                     if first_token_ms is None:
                         first_token_ms = self._ms()
                     pieces.append(text)
-                    yield Event("token", {"text": text})
+                    yield Token(text)
             tail = citations.flush()
             if tail:
                 pieces.append(tail)
-                yield Event("token", {"text": tail})
+                yield Token(tail)
         except Exception as exc:
             yield error_event(exc)
             return
@@ -240,14 +266,10 @@ class PreparedAnswer:
             return
         check_ms = (time.perf_counter() - check_started) * 1000
         cited = citations.cited if check_data["replaced"] else cited_numbers(fields["answer"])
-        yield Event("sources", {"sources": source_dicts(prompt.sources_used, cited, check)})
+        yield Sources(source_dicts(prompt.sources_used, cited, check))
         asked = not isinstance(self.stream, Statement)  # a statement in the model's place read no prompt
-        done: dict[str, Any] = {"answer": fields["answer"], "prompt_tokens": prompt.prompt_tokens if asked else 0}
         completion_tokens = getattr(self.stream, "completion_tokens", None)
-        if isinstance(completion_tokens, int):
-            done["completion_tokens"] = completion_tokens
-        done["model"] = self.backend.model
-        done["timings"] = {
+        timings = {
             "retrieve_ms": round(self.retrieve_ms, 1),
             "prompt_ms": round(self.prompt_ms, 1) if self.prompt_ms is not None else None,
             "early_count_ms": round(self.early_count_ms, 1) if self.early_count_ms is not None else None,
@@ -256,11 +278,13 @@ class PreparedAnswer:
             "check_ms": round(check_ms, 1),
             "total_ms": round(self._ms(), 1),
         }
-        done["check"] = check_data
-        done.update(self.done_fields)
+        extra = dict(self.extra)
+        if self.absent.words:
+            extra["absent_words"] = self.absent.words
         if "model_answer" in fields:
-            done["model_answer"] = fields["model_answer"]
-        yield Event("done", done)
+            extra["model_answer"] = fields["model_answer"]
+        yield Done(fields["answer"], self.backend.model, prompt.prompt_tokens if asked else 0, timings, check_data,
+                   completion_tokens if isinstance(completion_tokens, int) else None, extra)
 
     async def aclose(self) -> None:
         """Abort the backend request, or give back the queue place of one never streamed."""
@@ -275,11 +299,11 @@ class PreparedAnswer:
         return (time.perf_counter() - self.started) * 1000
 
 
-def opened(backend: Backend, prompt: Prompt, params: GenParams, question: str, done_fields: dict) -> Any:
+def opened(backend: Backend, prompt: Prompt, params: GenParams, question: str, absent: Absent) -> Any:
     """The backend's request for this prompt, on its way while the route replies; or, when the documents
     never use a word of the question, the statement made in the model's place (no model is asked)."""
-    if "absent_words" in done_fields:
-        return Statement(not_in_documents(language_of(question), done_fields["absent_words"]))
+    if absent.words:
+        return Statement(not_in_documents(language_of(question), absent.words))
     return Started(backend.stream(prompt.messages, params))
 
 
@@ -289,10 +313,10 @@ async def prepare(
     *,
     retriever: Retriever,
     backend: Backend,
-    settings: Settings,
+    policy: AnswerPolicy,
     history: list[dict] | None = None,
     k: int | None = None,
-    filters: dict | None = None,
+    filters: SearchFilters | None = None,
     query: str | None = None,
     document: DocumentRef | None = None,
 ) -> PreparedAnswer:
@@ -305,9 +329,9 @@ async def prepare(
     the `error` event of `events()`. Call `events()` (or `aclose()`) so that the place is given back.
     """
     started = time.perf_counter()
-    gen = settings.generation
-
-    done_fields: dict = {}
+    gen = policy.generation
+    extra: dict = {}
+    absent = Absent()
 
     def retrieve_and_build() -> tuple[float, float | None, Prompt, Any]:
         # One worker-thread trip for both: under a burst of questions every trip back to the event
@@ -315,19 +339,17 @@ async def prepare(
         if document is not None:
             scoped = document_prompt(question, document, retriever=retriever, backend=backend,
                                      max_answer_tokens=gen.max_tokens, margin=gen.margin_tokens,
-                                     k=k or settings.retrieval.k, history=history, query=query)
-            done_fields.update(scoped.done_fields(document, backend))
+                                     k=k or policy.k, history=history, query=query)
+            extra.update(scoped.done_fields(document, backend))
             return (time.perf_counter() - started) * 1000, None, scoped.prompt, None  # retrieval and prompt in one
-        hits = retriever.search(query or question, collections, k or settings.retrieval.k, filters=filters)
+        hits = retriever.search(query or question, collections, k or policy.k, filters=filters)
         retrieved = time.perf_counter()
 
         def checked(prompt: Prompt) -> Prompt:
-            if abstains_on_absent_words(settings):
+            if policy.absent_words:
                 texts, places = sources_shown(prompt.sources_used)
-                absent = absent_words(query or question, [*texts.values(), *places.values()],
-                                      lambda words, share: retriever.term_counts(words, collections, share))
-                if absent:
-                    done_fields["absent_words"] = absent
+                absent.words = absent_words(query or question, [*texts.values(), *places.values()],
+                                            lambda words, share: retriever.term_counts(words, collections, share))
             return prompt
 
         fitted = partial(build_prompt, question, hits, backend, gen.max_tokens, gen.margin_tokens, history)
@@ -340,7 +362,7 @@ async def prepare(
         retrieve_ms, prompt_ms, prompt, fitted = await anyio.to_thread.run_sync(retrieve_and_build)
         params = GenParams(max_tokens=gen.max_tokens, temperature=gen.temperature, stop=prompt.stop)
         sent = time.perf_counter()
-        stream = opened(backend, prompt, params, question, done_fields)
+        stream = opened(backend, prompt, params, question, absent)
     except BackendBusy:
         raise
     except Exception as exc:
@@ -348,30 +370,5 @@ async def prepare(
     if not isinstance(stream, Started):
         prompt.counted = True  # no model reads it: the statement needs no count
     return PreparedAnswer(backend, prompt, stream, started, retrieve_ms, sent, prompt_ms, params=params,
-                          rebuild=fitted, question=question,
-                          replace_unsupported=replaces_unsupported(settings), done_fields=done_fields)
-
-
-async def answer(
-    question: str,
-    collections: str | list[str],
-    *,
-    retriever: Retriever,
-    backend: Backend,
-    settings: Settings,
-    history: list[dict] | None = None,
-    k: int | None = None,
-    filters: dict | None = None,
-    query: str | None = None,
-    document: DocumentRef | None = None,
-) -> AsyncIterator[Event]:
-    """The events answering question from collections (see the module docstring for the contract)."""
-    prepared = await prepare(
-        question, collections, retriever=retriever, backend=backend, settings=settings, history=history, k=k,
-        filters=filters, query=query, document=document,
-    )
-    try:
-        async for event in prepared.events():
-            yield event
-    finally:
-        await prepared.aclose()
+                          rebuild=fitted, question=question, replace_unsupported=policy.replace_unsupported,
+                          extra=extra, absent=absent)

@@ -28,4 +28,7 @@ def support_dict(hit: Hit, support: Support) -> dict:
         last_line = hit.line_end if hit.line_end is not None else hit.line_start + hit.text.count("\n")
         span["line_start"] = min(hit.line_start + hit.text.count("\n", 0, support.char_start), last_line)
         span["line_end"] = min(hit.line_start + hit.text.count("\n", 0, support.char_end), last_line)
-    return {"score": support.score, "supported": support.supported, "span": span}
+    out = {"score": support.score, "supported": support.supported, "span": span}
+    if support.contradicted:
+        out["contradicted"] = True
+    return out

@@ -32,7 +32,7 @@ from sqlalchemy.engine import Engine
 from indexes.summaries import DocumentInfo, Section, document_sections, get_summary, put_summary
 
 from assistant.backends.base import Backend, BackendBusy, GenParams, Message
-from assistant.answers.rag import Event, error_event
+from assistant.answers.rag import error_event
 from assistant.settings import SummarySettings
 
 PROMPT_VERSION = "2"
@@ -47,6 +47,14 @@ REDUCE_INSTRUCTION = (
 COMPLETION_STOP = ["\n\n\n", "\nDocument:"]
 BUSY_RETRIES = 30  # a full backend queue is waited out, not reported: the map step fills it on purpose
 MIN_PIECE_TOKENS = 32  # a window that leaves less than this for the document cannot summarise it
+
+
+@dataclass(frozen=True)
+class SummaryEvent:
+    """An event of a summary's stream: `progress`, `summary`, `done` or `error`, with its data."""
+
+    type: str
+    data: dict
 
 
 class SummaryError(ValueError):
@@ -385,7 +393,7 @@ def document_dict(doc: DocumentInfo) -> dict:
 
 async def summary_events(
     engine: Engine, doc: DocumentInfo, backend: Backend, cfg: SummarySettings, margin: int, *, refresh: bool = False,
-) -> AsyncIterator[Event]:
+) -> AsyncIterator[SummaryEvent]:
     """`progress`..., `summary`, `done` (or one `error`); closing the iterator cancels the requests."""
     queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
 
@@ -402,16 +410,17 @@ async def summary_events(
         while True:
             kind, payload = await queue.get()
             if kind == "progress":
-                yield Event("progress", payload)
+                yield SummaryEvent("progress", payload)
             elif kind == "result":
-                yield Event("summary", dict(payload.data(), document=document_dict(doc)))
-                yield Event("done", {"cached": payload.cached, "seconds": payload.seconds})
+                yield SummaryEvent("summary", dict(payload.data(), document=document_dict(doc)))
+                yield SummaryEvent("done", {"cached": payload.cached, "seconds": payload.seconds})
                 return
             else:
                 if isinstance(payload, SummaryError):
-                    yield Event("error", {"message": str(payload), "code": payload.code})
+                    yield SummaryEvent("error", {"message": str(payload), "code": payload.code})
                 else:
-                    yield error_event(payload)
+                    failed = error_event(payload)
+                    yield SummaryEvent(failed.type, failed.data)
                 return
     finally:
         if not task.done():

@@ -32,7 +32,7 @@ with `support()`:
    the supporting span (-1, -1 when no unit is found anywhere); the claim is supported when the score
    is at least SUPPORT_THRESHOLD, chosen on the hand-labelled pairs of
    tests/fixtures/eval/support-labels.jsonl (split `dev`; the `held_out` pairs were labelled after)
-   where `python -m assistant.answers.support [LABELS]` prints the agreement at that threshold and
+   where `python -m evals.support_agreement [LABELS]` prints the agreement at that threshold and
    at others.
 
 A sentence is a claim when it has at least MIN_CLAIM_UNITS content units (or states a number: small
@@ -45,41 +45,23 @@ is given the source that supports it best.
 
 from __future__ import annotations
 
-import json
 import re
-import sys
-import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
 from assistant.answers.citations import MARKER
+from assistant.answers.statements import NO_ANSWER, NOT_IN_DOCUMENTS, abstained, is_claim
+from assistant.answers.text_units import (
+    CJK_CHAR, LIST_ITEM, PLACE_WORDS, Sentence, clauses, file_keys, key_units, language_of, negated, segments, split_sentences,
+    units,
+)
+
+__all__ = ["NO_ANSWER", "NOT_IN_DOCUMENTS", "SUPPORT_THRESHOLD", "AnswerCheck", "Support", "abstained", "attribute",
+           "check_answer", "key_units", "language_of", "split_sentences", "support", "units"]
 
 SUPPORT_THRESHOLD = 0.6
-MIN_CLAIM_UNITS = 2
 WINDOW_SEGMENTS = 3
 WINDOW_UNITS = 24
-
-NOT_IN_DOCUMENTS = {
-    "en": "The documents do not contain the answer to this question.",
-    "zh": "文档中没有这个问题的答案。",
-}
-
-# What an answer says when the model ended without a word (a small model may stop at once).
-NO_ANSWER = {
-    "en": "The model gave no answer. Regenerate it, or ask the question in other words.",
-    "zh": "模型没有给出回答。请重新生成，或换一种说法提问。",
-}
-
-
-@dataclass(frozen=True)
-class Sentence:
-    """One sentence of an answer: its text, where it lies in the answer, and the [n] numbers it carries."""
-
-    text: str
-    start: int
-    end: int
-    cited: list[int]
-
 
 @dataclass(frozen=True)
 class Support:
@@ -89,6 +71,7 @@ class Support:
     supported: bool
     char_start: int
     char_end: int
+    contradicted: bool = False  # the span holds the claim's words with the opposite polarity
 
 
 @dataclass(frozen=True)
@@ -106,6 +89,8 @@ class AnswerCheck:
     citation_coverage: float | None  # claims that cite something / claims (None when no claims)
     abstained: bool  # the answer says the documents do not contain it
     unsupported: bool  # it makes claims and none of them is supported by any source shown
+    off_topic: bool = False  # neither the answer nor what it cites speaks of what the question asks
+    contradicted: bool = False  # a claim says the opposite of the source that holds its words
 
     def best_supports(self) -> dict[int, Support]:
         """Per cited number, the support of the best-scoring sentence that cites it (the first on ties)."""
@@ -134,218 +119,9 @@ class AnswerCheck:
             "citation_coverage": self.citation_coverage,
             "abstained": self.abstained,
             "unsupported": self.unsupported,
+            "off_topic": self.off_topic,
+            "contradicted": self.contradicted,
         }
-
-
-# --- text into units ---------------------------------------------------------------------------
-
-CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-CJK_CHAR = re.compile(f"[{CJK}]")
-LATIN_LETTER = re.compile(r"[^\W\d_" + CJK + "]")
-# A number ("13", "3.5", "1,000", "v2"), a CJK run, or a word/identifier (dots and underscores inside).
-TOKEN = re.compile(
-    rf"(?P<num>\d+(?:[.,_]\d+)*)|(?P<cjk>[{CJK}]+)|(?P<word>[^\W{CJK}]+(?:[._'’-][^\W{CJK}]+)*)"
-)
-STOP_WORDS = frozenset(
-    """a an the and or but nor so if then than that this these those there here it its it's they them
-    their he she his her we our you your i me my is are was were be been being am do does did done has have
-    had having to of in on at by for from with as into onto about over under between through per via
-    can could may might must shall should will would not no yes also just only very too more most less
-    such each any all both either neither some other which who whom whose what when where why how
-    up down out off again further once own same s t don doesn didn isn aren wasn weren use used using""".split()
-)
-# A file name's key is its name: `app.py` is `app` (a dotted name's key is its last part, `app.run` is `run`).
-FILE_EXTENSIONS = frozenset("""py pyi md rst txt html htm js ts tsx jsx css json yaml yml toml cfg ini sh go rs java c h
-    cpp hpp pdf docx xlsx pptx csv tsv xml sql""".split())
-# The words of "X is defined in file F, lines a-b" that a source's place supports (as units: stemmed).
-PLACE_WORDS = frozenset({"file", "line", "page", "section", "defin", "implement", "locat"})
-# Function characters a CJK run is cut at: their bigrams ("的是", "了在") say nothing about content.
-CJK_STOP = frozenset("的了是在和与及或也都就把被对于之其这那个吗呢吧啊呀着过将并而从以为所")
-
-
-CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
-CN_NUMBER = re.compile("[零〇一二两三四五六七八九十]+")
-
-
-def _cn_number(m: re.Match[str]) -> str:
-    """A Chinese numeral below 100 in digits ("十三" = 13, "二十" = 20, "五" = 5, "二〇二四" = 2024), spaced
-    so that it stands as a number of its own."""
-    text = m.group(0)
-    if "十" in text:
-        tens, _, ones = text.partition("十")
-        if len(tens) > 1 or len(ones) > 1 or "十" in ones:
-            return text
-        value = CN_DIGITS.get(tens, 1) * 10 + CN_DIGITS.get(ones, 0)
-    else:
-        value = int("".join(str(CN_DIGITS[c]) for c in text))
-    return f" {value} "
-
-
-EN_NUMBERS = {
-    w: str(n) for n, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-        "seventeen eighteen nineteen twenty".split()
-    )
-} | {w: str(n) for n, w in zip(range(30, 100, 10), "thirty forty fifty sixty seventy eighty ninety".split())}
-EN_NUMBER = re.compile(r"\b(?:" + "|".join(EN_NUMBERS) + r")\b", re.IGNORECASE)
-
-
-def plain(text: str) -> str:
-    """NFKC, citation markers removed, number words (English up to twenty and the tens, Chinese below
-    100) as digits; case kept: names are told by it."""
-    text = unicodedata.normalize("NFKC", MARKER.sub(" ", text))
-    return CN_NUMBER.sub(_cn_number, EN_NUMBER.sub(lambda m: EN_NUMBERS[m.group(0).lower()], text))
-
-
-def normalise(text: str) -> str:
-    """`plain`, casefolded."""
-    return plain(text).casefold()
-
-
-def stem(word: str) -> str:
-    """A light, deterministic suffix stripper: enough for plurals and simple verb forms."""
-    w = word.replace("’", "'")
-    if w.endswith("'s"):
-        w = w[:-2]
-    if len(w) <= 3 or not w.isalpha():
-        return w
-    if w.endswith("ies") and len(w) > 4:
-        w = w[:-3] + "y"
-    elif w.endswith("sses"):
-        w = w[:-2]
-    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        w = w[:-1]
-    if w.endswith("ing") and len(w) > 5:
-        w = w[:-3]
-    elif w.endswith("ed") and len(w) > 4:
-        w = w[:-2]
-    if w.endswith("e") and len(w) > 4:
-        w = w[:-1]
-    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":  # "stopp(ed)" = "stop"
-        w = w[:-1]
-    return w
-
-
-def _cjk_units(run: str) -> list[str]:
-    out: list[str] = []
-    for part in re.split("[" + "".join(CJK_STOP) + "]+", run):
-        if len(part) == 1:
-            out.append(part)
-        out.extend(part[i : i + 2] for i in range(len(part) - 1))
-    return out
-
-
-def _word_units(word: str) -> list[str]:
-    """A word's units: itself (stemmed) unless a stop word. A snake_case identifier is itself and its
-    parts; a dotted or hyphenated name (`app.run`, `werkzeug.utils.redirect`, `built-in`) is its parts,
-    the last one first."""
-    word = re.sub(r"['’]s$", "", word).strip("_")  # Markdown's `_1874_` emphasis; `__init__` is `init` on both sides
-    if not word or word in STOP_WORDS:
-        return []
-    if "." in word or "-" in word or "'" in word or "’" in word:  # dotted names, built-in, don't
-        parts = [p for p in re.split(r"[.'’-]+", word) if p]
-        return [u for p in reversed(parts) for u in _word_units(p)]
-    parts = [p for p in word.split("_") if p]
-    if len(parts) > 1:
-        return [word] + [stem(p) for p in parts if p not in STOP_WORDS and len(p) > 1]
-    return [stem(word)] if len(word) > 1 or word.isdigit() else []
-
-
-@lru_cache(maxsize=4096)
-def units(text: str) -> tuple[str, ...]:
-    """The content units of text, in order, with repeats (see the module docstring)."""
-    out: list[str] = []
-    for m in TOKEN.finditer(normalise(text)):
-        if m.group("num") is not None:
-            out.append(m.group("num").replace(",", "").replace("_", ""))
-        elif m.group("cjk") is not None:
-            out.extend(_cjk_units(m.group("cjk")))
-        else:
-            out.extend(_word_units(m.group("word")))
-    return tuple(out)
-
-
-@lru_cache(maxsize=1024)  # a claim is scored against every source
-def key_units(claim: str) -> frozenset[str]:
-    """The claim's numbers and names: the units a supporting source must hold exactly (names as their
-    first unit: `app.run` is `run`)."""
-    text = plain(claim)
-    keys: set[str] = set()
-    first = True
-    for m in TOKEN.finditer(text):
-        token = m.group(0)
-        if m.group("num") is not None:
-            keys.add(token.replace(",", "").replace("_", ""))
-        elif m.group("word") is not None:
-            inner_capital = any(c.isupper() for c in token[1:])
-            shaped = any(c.isdigit() for c in token) or "_" in token or "." in token.strip(".")
-            if (inner_capital or shaped or (token[0].isupper() and not first)) and token.casefold() not in STOP_WORDS:
-                keys.update(_word_units(file_name(token) or token.casefold())[:1])
-        first = False
-    return frozenset(keys)
-
-
-def file_name(token: str) -> str | None:
-    """`app` for `app.py` (a name with a known file extension), else None."""
-    name, dot, extension = token.casefold().rpartition(".")
-    return name if dot and name and extension in FILE_EXTENSIONS else None
-
-
-@lru_cache(maxsize=1024)
-def file_keys(claim: str) -> frozenset[str]:
-    """The files a claim names, as key units (`src/flask/ctx.py` gives `ctx`)."""
-    found = (file_name(m.group(0)) for m in TOKEN.finditer(plain(claim)) if m.group("word") is not None)
-    return frozenset(u for name in found if name for u in _word_units(name)[:1])
-
-
-# --- sentences ---------------------------------------------------------------------------------
-
-# The end of a sentence: end punctuation (with closing quotes/brackets), then any citation markers.
-SENTENCE_END = re.compile(
-    r"(?:(?<![A-Za-z]\.[A-Za-z])(?<!\be\.g)(?<!\bi\.e)(?<!\betc)[.!?](?=[\s\[\"'”’)]|$)|[。！？；]|\n)"
-    r"[\"'”’)\]]*?(?:\s*\[\s*\d{1,6}(?:\s*,\s*\d{1,6})*\s*\])*"
-)
-SEGMENT_END = re.compile(r"(?<!\d)[.!?](?=\s|$)|[。！？；]|\n")
-
-
-def split_sentences(answer: str) -> list[Sentence]:
-    """The sentences of an answer: cut after end punctuation and at line breaks; markers stay with the
-    sentence they follow. Blank pieces are left out; offsets point into the answer as given."""
-    out: list[Sentence] = []
-    start = 0
-    for m in SENTENCE_END.finditer(answer):
-        _add_sentence(out, answer, start, m.end())
-        start = m.end()
-    _add_sentence(out, answer, start, len(answer))
-    return out
-
-
-def _add_sentence(out: list[Sentence], answer: str, start: int, end: int) -> None:
-    piece = answer[start:end]
-    stripped = piece.strip()
-    if not stripped or not any(c.isalnum() for c in stripped):
-        return
-    s = start + (len(piece) - len(piece.lstrip()))
-    e = s + len(stripped)
-    cited: dict[int, None] = {}
-    for m in MARKER.finditer(stripped):
-        for n in re.findall(r"\d+", m.group(1)):
-            cited.setdefault(int(n), None)
-    out.append(Sentence(stripped, s, e, list(cited)))
-
-
-def segments(source: str) -> list[tuple[int, int]]:
-    """The source's lines, and sentences within lines, as (start, end) character ranges (trimmed)."""
-    out: list[tuple[int, int]] = []
-    start = 0
-    for m in list(SEGMENT_END.finditer(source)) + [None]:
-        end = m.end() if m else len(source)
-        piece = source[start:end]
-        if piece.strip():
-            s = start + (len(piece) - len(piece.lstrip()))
-            out.append((s, s + len(piece.strip())))
-        start = end
-    return out
 
 
 @lru_cache(maxsize=256)
@@ -369,7 +145,6 @@ def _score(claim_units: frozenset[str], keys: frozenset[str], window: set[str]) 
     return found * key_share, found
 
 
-LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)、])\s+")  # "- ", "2. ", "3) ": no part of the claim
 
 
 def support(claim: str, source_text: str, place: str = "") -> Support:
@@ -394,7 +169,7 @@ def support(claim: str, source_text: str, place: str = "") -> Support:
             place_units = {u for u in place_units if not u[0].isdigit()}
         names |= place_units | (claim_units & PLACE_WORDS)
         elsewhere = set(file_keys(claim) & claim_units) - place_units
-    best_span = (-1, -1)
+    best_span, best_segs = (-1, -1), (0, -1)
     best_key: tuple[float, float, int, int] = (0.0, 0.0, 0, 0)  # score, units found, then shorter, earlier
     for i in range(len(segs)):
         window: set[str] = set()
@@ -408,76 +183,51 @@ def support(claim: str, source_text: str, place: str = "") -> Support:
             score, found = _score(claim_units, keys, (window | names) - elsewhere)
             key = (score, found, -length, -segs[i][0])
             if found > 0 and key > best_key:
-                best_key, best_span = key, (segs[i][0], segs[j][1])
+                best_key, best_span, best_segs = key, (segs[i][0], segs[j][1]), (i, j)
     score = round(best_key[0], 4)
-    return Support(score, score >= SUPPORT_THRESHOLD, best_span[0], best_span[1])
+    if score < SUPPORT_THRESHOLD:
+        return Support(score, False, best_span[0], best_span[1])
+    first, last = best_segs
+    window = set().union(*seg_units[first:last + 1]) | names
+    numbers = {k for k in keys if k[0].isdigit()}
+    if numbers - window or (keys - numbers) - window:
+        # A number the window does not state, or a name the source never uses: another fact, not this one
+        # ("15 days" against "13 days", "Okta" against a page about Login.gov). Contradicted when the
+        # window states another number in its place.
+        other = any(u[0].isdigit() for k in range(first, last + 1) for u in all_units[k]) and bool(numbers - window)
+        return Support(min(score, SUPPORT_THRESHOLD / 2), False, best_span[0], best_span[1], contradicted=other)
+    if contradicts(claim, source_text, segs, seg_units, best_segs):
+        return Support(0.0, False, best_span[0], best_span[1], contradicted=True)
+    return Support(score, True, best_span[0], best_span[1])
 
 
-# --- abstaining --------------------------------------------------------------------------------
-
-_EN_SOURCES = r"(?:provided |given |above |supplied |available |retrieved )?(?:documents?|sources?|context|passages?|texts?|excerpts?|snippets?|materials?|information|documentation|docs|handbook)"
-ABSTAIN_EN = re.compile(
-    "|".join(
-        [
-            rf"\b{_EN_SOURCES}(?: provided| given| above| below| available)? (?:do|does|did)(?: not|n't|n’t) (?:\w+ )?(?:contain|mention|say|include|provide|specify|state|cover|discuss|describe|address|have|give|explain|tell|answer|list|offer|indicate)",
-            rf"\b{_EN_SOURCES}(?: provided| given| above)? (?:is|are) (?:silent|unclear)",
-            r"\bi (?:could|can|was|am)(?: not|n't|n’t| unable to) (?:\w+ )?(?:find|locate|determine|see|answer|tell)",
-            r"\bi (?:do|did)(?: not|n't|n’t) (?:know|find|see)\b",
-            r"\b(?:not|never) (?:mentioned|found|stated|specified|described|covered|addressed|provided|included|given) (?:in|by) the (?:provided |given )?(?:documents?|sources?|context|passages?|texts?)",
-            r"\bthere (?:is|are) no (?:\w+ )?(?:information|mention|details?|data|reference)",
-            r"\bno (?:\w+ )?(?:information|mention|details?) (?:about|on|regarding|of|is|was|in)\b",
-            r"\b(?:cannot|can't|can’t|could not|couldn't) be (?:determined|found|answered|inferred) (?:from|in|with|based)",
-            r"\b(?:unable|not able) to (?:find|determine|answer|locate)",
-            r"\b(?:does|do)(?: not|n't|n’t) (?:contain|include|provide) (?:any |enough )?(?:information|details|answer)",
-        ]
-    )
-)
-ABSTAIN_ZH = re.compile(
-    "|".join(
-        [
-            r"没有(?:提到|提及|说明|涉及|给出|介绍|写明|包含|相关|关于|找到|明确|具体)",
-            r"未(?:提到|提及|说明|涉及|给出|包含|找到|写明|明确)",
-            r"(?:文档|资料|上下文|材料|来源|文本|手册|内容)(?:中|里|里面|内)?(?:没有|并没有|并未|未|不包含|不含|无)",
-            r"无法(?:从|根据|在|确定|找到|得知|回答|判断|获知)",
-            r"(?:找不到|查不到|不知道|不清楚|无从得知|无相关信息)",
-            r"不(?:包含|包括)(?:相关|这个|该|此)?(?:信息|内容|答案)",
-        ]
-    )
-)
-
-
-def _abstains(sentence: str) -> bool:
-    text = unicodedata.normalize("NFKC", sentence).casefold()
-    return bool(ABSTAIN_EN.search(text) or ABSTAIN_ZH.search(text))
-
-
-def abstained(answer: str) -> bool:
-    """Whether the answer says the documents do not hold its answer: its first sentence says so, or
-    some sentence says so and no other sentence states anything."""
-    sentences = split_sentences(answer)
-    if not sentences:
-        return False
-    flags = [_abstains(s.text) for s in sentences]
-    if flags[0]:
-        return True
-    return any(flags) and not any(
-        _is_claim(s.text) for s, f in zip(sentences, flags) if not f
-    )
-
-
-def _is_claim(text: str) -> bool:
-    bare = LIST_ITEM.sub("", MARKER.sub("", text)).strip()
-    if bare.endswith(("?", "？")):
-        return False
-    found = set(units(bare))
-    enough = len(found) >= MIN_CLAIM_UNITS or any(u[0].isdigit() for u in found)  # "[1] 5" states a number
-    return enough and not _abstains(bare)
+def contradicts(claim: str, source_text: str, segs: tuple[tuple[int, int], ...], seg_units: list[set[str]],
+                window: tuple[int, int]) -> bool:
+    """Whether the source says no where the claim says yes, or yes where it says no ("GSA IT can provide a
+    wireless keyboard" against "GSA IT does not provide wireless peripherals"): the same words with the
+    opposite polarity are a contradiction, not support. Compared clause to clause in the window's sentence
+    that holds most of the claim: two clauses that are each other's best match and share at least half of
+    the shorter one's units, one negated and the other not."""
+    first, last = window
+    best = max(range(first, last + 1), key=lambda k: (len(seg_units[k]), -k))
+    start, end = segs[best]
+    ours = [(c, frozenset(units(c))) for c in clauses(claim)]
+    theirs = [(d, frozenset(units(d))) for d in clauses(source_text[start:end])]
+    shared = [[len(u & v) for _, v in theirs] for _, u in ours]
+    for i, (c, u) in enumerate(ours):
+        for j, (d, v) in enumerate(theirs):
+            mutual = shared[i][j] == max(shared[i]) == max(row[j] for row in shared)
+            enough = shared[i][j] >= max(1, min(len(u), len(v)) / 2)
+            if mutual and enough and negated(c) != negated(d):
+                return True
+    return False
 
 
 # --- a whole answer ----------------------------------------------------------------------------
 
 
-def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | None = None) -> AnswerCheck:
+def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | None = None,
+                 question: str = "") -> AnswerCheck:
     """Every sentence of answer checked against the sources it cites (number -> source text, and the
     place the prompt showed it under).
 
@@ -490,12 +240,14 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
     citations = supported_citations = 0
     any_supported = False
     for sentence in split_sentences(answer):
-        claim = _is_claim(sentence.text)
+        claim = is_claim(sentence.text)
         supports: dict[int, Support] = {}
         for n in sentence.cited:
             text = sources.get(n)
             supports[n] = support(sentence.text, text, places.get(n, "")) if text else Support(0.0, False, -1, -1)
         ok = any(s.supported for s in supports.values()) if supports else None
+        if claim and ok is False and (by_clause := clause_supports(sentence.text, sentence.cited, sources, places)):
+            supports, ok = by_clause, True
         if claim:
             citations += len(supports)
             supported_citations += sum(s.supported for s in supports.values())
@@ -504,13 +256,58 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
             )
         checks.append(SentenceCheck(sentence, claim, supports, ok))
     claims = [c for c in checks if c.claim]
+    said = abstained(answer)
+    cited = {n for c in claims for n in c.sentence.cited}
     return AnswerCheck(
         sentences=checks,
         citation_precision=round(supported_citations / citations, 4) if citations else None,
         citation_coverage=round(sum(bool(c.sentence.cited) for c in claims) / len(claims), 4) if claims else None,
-        abstained=abstained(answer),
+        abstained=said,
         unsupported=bool(claims) and not any_supported,
+        off_topic=bool(claims) and not said and off_topic(question, answer, [sources.get(n, "") + "\n" + places.get(n, "")
+                                                                          for n in cited or sources]),
+        contradicted=any(s.contradicted for c in claims for s in c.supports.values()),
     )
+
+
+def clause_supports(text: str, cited: list[int], sources: dict[int, str],
+                    places: dict[int, str]) -> dict[int, Support] | None:
+    """A sentence that joins facts of several places ("vLLM is 0.4.0.post1 [1], the driver 525.147.05 [2]"),
+    judged clause by clause: supported when each clause that states something is supported by one of the
+    sources the sentence cites (its own markers first); per source, the best support of a clause (None when
+    some clause is not supported, or the sentence has a single clause)."""
+    parts = [c for c in clauses(text) if is_claim(c)]
+    if len(parts) < 2:
+        return None
+    # The clauses that cite or state a number carry the facts; the rest set the scene ("On the V100s, ...").
+    parts = [c for c in parts if MARKER.search(c) or any(u[0].isdigit() for u in key_units(c))] or parts
+    best: dict[int, Support] = {}
+    for part in parts:
+        own = [n for n in cited if f"[{n}]" in part.replace(" ", "")] or cited
+        found = {n: support(part, sources[n], places.get(n, "")) for n in own if sources.get(n)}
+        if not any(s.supported for s in found.values()):
+            return None
+        for n, s in found.items():
+            if n not in best or s.score > best[n].score:
+                best[n] = s
+    return {n: best.get(n, Support(0.0, False, -1, -1)) for n in cited}
+
+
+# Verbs every question may use that say nothing of its topic ("how do I get...", "what happens if...").
+GENERIC_UNITS = frozenset(units("get got need want know tell find happen work make take give go ask please "
+                                "anyone someone something thing way kind help"))
+OFF_TOPIC_MIN_UNITS = 3
+
+
+def off_topic(question: str, answer: str, cited: list[str]) -> bool:
+    """Whether an answer misses what was asked: the question names at least OFF_TOPIC_MIN_UNITS units of its
+    topic and the answer and the sources it cites (their text and place) hold at most one of them (an
+    answer about insurance receipts to "How do I get reimbursed for a taxi to the airport?")."""
+    topic = set(units(question)) - GENERIC_UNITS
+    if len(topic) < OFF_TOPIC_MIN_UNITS:
+        return False
+    seen = set(units(answer)).union(*(units(text) for text in cited))
+    return len(topic & seen) <= 1
 
 
 @dataclass(frozen=True)
@@ -545,7 +342,7 @@ def attribute(answer: str, sources: dict[int, str], places: dict[int, str] | Non
     changes: list[dict] = []
     at = 0
     for sentence in split_sentences(answer):
-        if not _is_claim(sentence.text):
+        if not is_claim(sentence.text):
             continue
         scores = {n: support(sentence.text, text, places.get(n, "")) for n, text in sources.items() if text}  # each source once
         if any(scores[n].supported for n in sentence.cited if n in scores):
@@ -563,41 +360,3 @@ def attribute(answer: str, sources: dict[int, str], places: dict[int, str] | Non
     return Attribution("".join(out), changes)
 
 
-def language_of(text: str) -> str:
-    """"zh" when CJK characters make up at least a quarter of the letters (a CJK character says as much
-    as a Latin word, so a Chinese question with English names stays Chinese), else "en"."""
-    cjk = len(CJK_CHAR.findall(text))
-    latin = len(LATIN_LETTER.findall(text))
-    return "zh" if cjk and cjk / (cjk + latin) >= 0.25 else "en"
-
-
-# --- agreement with hand labels ----------------------------------------------------------------
-
-
-def load_labels(path: str) -> list[dict]:
-    """The labelled pairs: one JSON object a line with `claim`, `source`, `supported` (bool), and the
-    source's `place` where the claim is about it."""
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def agreement(labels: list[dict], threshold: float = SUPPORT_THRESHOLD) -> float:
-    """The share of labelled pairs where `score >= threshold` agrees with the hand label."""
-    hits = sum((support(r["claim"], r["source"], r.get("place", "")).score >= threshold) == bool(r["supported"])
-               for r in labels)
-    return hits / len(labels) if labels else 0.0
-
-
-def main(argv: list[str]) -> None:
-    """Print, as JSON, the agreement at the chosen threshold (in all and per `split` of the pairs: `dev`
-    the scorer was built on, `held_out` labelled after) and at other thresholds."""
-    labels = load_labels(argv[0] if argv else "tests/fixtures/eval/support-labels.jsonl")
-    splits = sorted({str(r.get("split", "")) for r in labels})
-    by_split = {name: round(agreement([r for r in labels if str(r.get("split", "")) == name]), 4) for name in splits}
-    sweep = {f"{t / 20:.2f}": round(agreement(labels, t / 20), 4) for t in range(4, 19)}
-    print(json.dumps({"pairs": len(labels), "threshold": SUPPORT_THRESHOLD, "agreement": round(agreement(labels), 4),
-                      "by_split": by_split, "by_threshold": sweep}))
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

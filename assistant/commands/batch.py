@@ -96,5 +96,5 @@ async def answer_all(services: Services, questions, args: argparse.Namespace):
             failed += bool(record.get("error"))
             bar.update(task, advance=1, failed=failed)
 
-        return await run_batch(services, questions, args.out, args.collection, concurrency=args.concurrency, k=args.k,
+        return await run_batch(services.asking, questions, args.out, args.collection, concurrency=args.concurrency, k=args.k,
                                on_record=advance)  # fmt: skip

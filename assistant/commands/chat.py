@@ -19,8 +19,11 @@ from indexes.terminal_text import terminal_safe
 from indexes.turn_groups import latest_variants
 
 from assistant.backends.registry import backend_names
-from assistant.commands.query import check_notice, fail, source_line
-from assistant.answers.conversation import ConversationTurn, UnknownConversation, collections_of, require_conversation
+from assistant.answers.ask import AskError, Question
+from assistant.answers.conversation import UnknownConversation, collections_of, require_conversation
+from assistant.answers.events import Done, Failed, Sources, Token
+from assistant.commands.query import ask_failure, check_notice, fail, source_line
+from assistant.security.access import LOCAL_USER
 from assistant.services import Services
 from assistant.settings import Settings
 
@@ -124,44 +127,36 @@ async def chat(services: Services, collections: list[str], conversation_id: int 
 async def ask_in_conversation(
     services: Services, console: Console, conversation_id: int, collections: list[str], question: str, k: int | None
 ) -> int:
-    """One question of the conversation: streamed answer, then its sources; 1 when it failed."""
-    from assistant.backends.base import BackendBusy
-    from assistant.answers.rag import prepare
-
-    settings = services.settings
-    turn = ConversationTurn.open(services.store.engine, conversation_id, history_turns=settings.conversations.history_turns)
-    query = await turn.standalone_query(services.backend, question, settings.conversations)
-    if query != question:
-        console.print(Text(f"searching for: {terminal_safe(query)}", style="dim"))
+    """One question of the conversation through the ask use case: streamed answer, then its sources; 1
+    when it failed."""
+    asked = Question(question, tuple(collections), k=k, conversation_id=conversation_id)
     try:
-        prepared = await prepare(
-            question, collections, retriever=services.retriever, backend=services.backend, settings=settings,
-            history=turn.history, k=k, query=query,
-        )
-    except BackendBusy as exc:
-        console.print(f"[red]The model is busy; try again in {exc.retry_after} s.[/red]")
+        answering = await services.asking.open(LOCAL_USER, asked)
+    except AskError as exc:
+        console.print(Text(f"error: {terminal_safe(ask_failure(exc, services), multiline=True)}", style="red"))
         return 1
+    if answering.query != question:
+        console.print(Text(f"searching for: {terminal_safe(answering.query)}", style="dim"))
     sources: list[dict] = []
     done: dict = {}
     failed = False
     try:
-        async for event in turn.record(prepared.events()):
-            if event.type == "token":
-                console.print(Text(terminal_safe(event.data["text"], multiline=True)), end="")
-            elif event.type == "sources":
-                sources = event.data["sources"]
-            elif event.type == "done":
-                done = event.data
-            elif event.type == "error":
-                message = terminal_safe(event.data.get("message", "the answer failed"), multiline=True)
-                console.print(Text(f"\nerror: {message}", style="red"))
-                failed = True
+        async for event in answering.events():
+            match event:
+                case Token(text=text):
+                    console.print(Text(terminal_safe(text, multiline=True)), end="")
+                case Sources():
+                    sources = event.sources
+                case Done():
+                    done = event.data
+                case Failed(code=code, message=message):
+                    console.print(Text(f"\nerror: {terminal_safe(message, multiline=True)} ({code})", style="red"))
+                    failed = True
     finally:
-        await prepared.aclose()
+        await answering.aclose()
     console.print()
     if notice := check_notice(done):
         console.print(Text(terminal_safe(notice, multiline=True), style="yellow"))
     for s in sources:
         console.print(Text(source_line(s), style="default"), highlight=False)
     return 1 if failed else 0
-

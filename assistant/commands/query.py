@@ -11,15 +11,17 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from indexes.filters import SearchFilters
 from indexes.location import Location
-from indexes.reading import DocumentRef
 from indexes.terminal_text import terminal_safe
 
-from assistant.services import Services
-from assistant.backends.registry import backend_names
-from assistant.settings import Settings
+from assistant.answers.ask import AskError, Question
+from assistant.answers.events import Done, Failed, Sources, Token
 from assistant.answers.source_view import hit_to_source
-from assistant.answers.document_question import DocumentNotAnswerable, UnknownDocument, find_document
+from assistant.backends.registry import backend_names
+from assistant.security.access import LOCAL_USER
+from assistant.services import Services
+from assistant.settings import Settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -112,52 +114,51 @@ def terminal_location(where: Location) -> str:
 
 
 def run_ask(args: argparse.Namespace, settings: Settings) -> int:
-    question = args.question.strip()
-    if not question:
-        return fail("the question is empty")
-    if len(question) > settings.server.max_question_chars:
-        return fail(f"the question is too long ({len(question)} > {settings.server.max_question_chars} characters)")
     if args.k is not None and not 1 <= args.k <= 50:
         return fail("-k must be between 1 and 50")
-    if args.document is not None and (len(args.collection) > 1 or filters_of(args)):
-        return fail("--document is asked about within its own collection: name that one only, without --path or --kind")
+    if args.document is not None and filters_of(args):
+        return fail("--document is asked about alone, without --path or --kind")
     services = Services.build(settings)
     try:
-        if err := check_scope(services, args.collection):
-            return fail(err)
-        document = None
-        if args.document is not None:
-            try:  # the command acts with the operator's rights: every collection
-                document = find_document(services.store, args.document, args.collection[0], lambda _: True)
-            except (UnknownDocument, DocumentNotAnswerable) as exc:
-                return fail(str(exc))
-        return asyncio.run(stream_answer(services, question, args, document))
+        return asyncio.run(stream_answer(services, args))
     finally:
         asyncio.run(services.aclose())
 
 
-async def stream_answer(services: Services, question: str, args: argparse.Namespace,
-                        document: DocumentRef | None = None) -> int:
-    from assistant.answers.rag import answer
+def ask_failure(exc: AskError, services: Services) -> str:
+    """The ask use case's refusal as the terminal says it: the message (the known collections where that
+    helps) and its code, as the server's doors name it."""
+    message = exc.message
+    if exc.code == "collection_not_found":
+        message += f" (known: {', '.join(c['name'] for c in services.store.list_collections()) or 'none yet'})"
+    return f"{message} ({exc.code})"
 
+
+async def stream_answer(services: Services, args: argparse.Namespace) -> int:
+    """The answer streamed as it comes (or printed as JSON at the end), then its sources. The command acts
+    with the operator's rights: every collection."""
+    question = Question(args.question, tuple(args.collection), k=args.k,
+                        filters=SearchFilters.coerce(filters_of(args)), document=args.document)
+    try:
+        answering = await services.asking.open(LOCAL_USER, question)
+    except AskError as exc:
+        return fail(ask_failure(exc, services))
     pieces: list[str] = []
     sources: list[dict] = []
     done: dict = {}
     error = None
-    async for event in answer(
-        question, args.collection, retriever=services.retriever, backend=services.backend,
-        settings=services.settings, k=args.k, filters=filters_of(args), document=document,
-    ):
-        if event.type == "token":
-            pieces.append(event.data["text"])
-            if not args.json:
-                print(terminal_safe(event.data["text"], multiline=True), end="", flush=True)
-        elif event.type == "sources":
-            sources = event.data["sources"]
-        elif event.type == "done":
-            done = event.data
-        elif event.type == "error":
-            error = event.data.get("message", "the backend failed")
+    async for event in answering.events():
+        match event:
+            case Token(text=text):
+                pieces.append(text)
+                if not args.json:
+                    print(terminal_safe(text, multiline=True), end="", flush=True)
+            case Sources():
+                sources = event.sources
+            case Done():
+                done = event.data
+            case Failed(code=code, message=message):
+                error = f"{message} ({code})"
     text = done.get("answer", "".join(pieces))
     if args.json:
         out = {"answer": text, "sources": sources}
@@ -189,8 +190,12 @@ def check_notice(done: dict) -> str | None:
         return done.get("answer")
     if check.get("replaced"):
         return f"The sources shown do not support this answer. {done.get('answer', '')}".strip()
+    if check.get("contradicted"):
+        return "A source shown says the opposite of this answer."
     if check.get("unsupported"):
         return "The sources shown do not support this answer."
+    if check.get("off_topic"):
+        return "This answer does not speak of what was asked."
     if check.get("citation_coverage") == 0:
         return "This answer cites no source."
     return None

@@ -22,9 +22,8 @@ from indexes.location import Location
 from indexes.retrieve import Hit
 
 from assistant.security.access import AccessDenied, Identity, authorize
-from assistant.backends.base import BackendBusy
-from assistant.answers.document_question import DocumentNotAnswerable, UnknownDocument, find_document
-from assistant.answers.rag import answer
+from assistant.answers.ask import AskError, Question
+from assistant.answers.events import Done, Failed, Sources, Token
 from assistant.services import Services
 
 MAX_K = 50
@@ -188,51 +187,40 @@ async def ask(
 ) -> dict[str, Any]:
     """The answer to a question from a collection, with its sources (the cited ones first).
 
-    The same answer() as /api/ask and `assistant ask`: retrieval, a prompt that fits, the backend, and
-    the check of its citations: each source's `support`, the answer's `check`, and `model_answer` when
-    an unsupported answer was replaced. With `document` (a path in the collection, or an id), the question
-    is about that document alone, and the result says how it was read (`document_mode`: whole or retrieved).
+    The same ask use case as /api/ask, /v1 and `assistant ask` (answers/ask.py): retrieval, a prompt that
+    fits, the backend, and the check of its citations: each source's `support`, the answer's `check`, and
+    `model_answer` when an unsupported answer was replaced. With `document` (a path in the collection, or an
+    id), the question is about that document alone, and the result says how it was read (`document_mode`:
+    whole or retrieved). A refusal is a tool error that ends with its code, as the other doors name it.
     """
-    name = resolve_collection(services, identity, "ask", collection)
-    if services.backend is None:
-        raise ToolCallError("no backend is configured to answer with")
-    question = check_text(services, question, "question")
-    flt = filters_of(paths, kinds)
-    doc = None
-    if document is not None:
-        if flt is not None:
-            raise ToolCallError("give either document or paths/kinds: a question about one document searches it alone")
-        try:
-            doc = find_document(services.store, document, name, identity.can_use)
-        except (UnknownDocument, DocumentNotAnswerable) as exc:
-            raise ToolCallError(str(exc)) from None
-    events = answer(
-        question, name, retriever=services.retriever, backend=services.backend, settings=services.settings,
-        k=check_k(k), filters=flt, document=doc,
-    )
+    allow(identity, "ask")
+    named = collection is not None and collection.strip()
+    names = (collection,) if named else ((resolve_collection(services, identity, "ask", None),) if document is None else ())
+    asked = Question(question, names, k=check_k(k), filters=filters_of(paths, kinds), document=document)
+    try:
+        answering = await services.asking.open(identity, asked)
+    except AskError as exc:
+        raise tool_error(exc, services, identity) from None
     pieces: list[str] = []
     sources: list[dict] = []
     done: dict = {}
-    services.in_flight += 1
     try:
-        async for event in events:
-            if event.type == "token":
-                pieces.append(event.data["text"])
-            elif event.type == "sources":
-                sources = event.data["sources"]
-            elif event.type == "done":
-                done = event.data
-            elif event.type == "error":
-                raise ToolCallError(f"the answer failed ({event.data.get('code')}): {event.data.get('message')}")
-    except BackendBusy as exc:
-        raise ToolCallError(f"the backend is busy: retry in {exc.retry_after} s") from None
+        async for event in answering.events():
+            match event:
+                case Token(text=text):
+                    pieces.append(text)
+                case Sources():
+                    sources = event.sources
+                case Done():
+                    done = event.data
+                case Failed(code=code, message=message):
+                    raise ToolCallError(f"the answer failed: {message} ({code})")
     finally:
-        services.in_flight -= 1
-        await events.aclose()
+        await answering.aclose()
     roots = reading.document_roots(services.store, [s["document_id"] for s in sources])
     result = {
-        "question": question,
-        "collection": name,
+        "question": question.strip(),
+        "collection": answering.collections[0],
         "answer": done.get("answer", "".join(pieces).strip()),
         "sources": [hit_result(identity, s, roots) for s in sources],
         "model": done.get("model"),
@@ -242,6 +230,17 @@ async def ask(
         if key in done:
             result[key] = done[key]
     return result
+
+
+def tool_error(exc: AskError, services: Services, identity: Identity) -> ToolCallError:
+    """The ask use case's refusal as a tool error: its message, the caller's collections where that helps,
+    and its code."""
+    message = exc.message
+    if exc.code == "collection_not_found":
+        message += f" (known: {', '.join(usable_names(services, identity)) or 'none yet'})"
+    elif exc.code == "busy":
+        message = f"the backend is busy: retry in {exc.retry_after} s"
+    return ToolCallError(f"{message} ({exc.code})")
 
 
 def read_source(

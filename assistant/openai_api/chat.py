@@ -1,11 +1,12 @@
-"""Chat completions over answers/rag.py and the backend: OpenAI messages in, rag's events out as a
+"""Chat completions over the ask use case and the backend: OpenAI messages in, an answer's events out as a
 `chat.completion` or `chat.completion.chunk` objects (no HTTP in here).
 
-`rag:<collection>` answers through `rag.prepare()`: the last user message is the question, the earlier
+`rag:<collection>` answers through the ask use case (answers/ask.py), its refusals OpenAI-shaped with the
+same codes as every door: the last user message is the question, the earlier
 user and assistant turns the history; system messages are left out, the prompt keeps its own stable
 instructions. The backend's own model gets the conversation as it is, budgeted like a question:
 `max_tokens` capped by the generation settings, the prompt counted with the backend's tokenizer and
-refused when it cannot fit. Both paths give rag's events (`token`..., `sources`, `done` | `error`).
+refused when it cannot fit. Both paths give an answer's events (answers/events.py).
 
 A rag answer carries, beside `choices`, its `sources` (each with its `support`), the `check` of its
 citations and, when the check replaced the answer, `model_answer` (the model's own text; the content
@@ -28,10 +29,9 @@ import anyio
 
 from assistant.backends.base import Backend, BackendBusy, BackendError, GenParams, Message
 from indexes.location import Location
-from indexes.reading import DocumentRef
 
-from assistant.answers.conversation import ConversationTurn, UnknownConversation
-from assistant.answers.document_question import DocumentNotAnswerable, UnknownDocument, find_document
+from assistant.answers.ask import AskError, Answering, Question
+from assistant.answers.events import Done, Event, Failed, Sources, Token
 from assistant.answers.prompts import prompt_location
 from assistant.openai_api.protocol import (
     CHAT_ROLES,
@@ -46,7 +46,8 @@ from assistant.openai_api.protocol import (
     rag_document,
     sources_suffix,
 )
-from assistant.answers.rag import Event, PreparedAnswer, error_event, prepare
+from assistant.answers.rag import error_event
+from assistant.security.access import Identity
 from assistant.security.redaction import redact_text
 from assistant.services import Services
 from assistant.settings import Settings
@@ -134,23 +135,23 @@ class ChatRun:
 
     model: str
     events: AsyncIterator[Event]
-    prepared: PreparedAnswer | None  # the rag path's answer, closed when the client goes away
+    answering: Answering | None  # the rag path's answer, closed when the client goes away
     max_tokens: int
     stop: list[str] = field(default_factory=list)
     rag: bool = False
     append_sources: bool = False  # end the text with the cited sources (rag answers)
 
     async def aclose(self) -> None:
-        if self.prepared is not None:
-            await self.prepared.aclose()
+        if self.answering is not None:
+            await self.answering.aclose()
         close = getattr(self.events, "aclose", None)
         if close is not None:
             await close()
 
 
-async def start_chat(req: ChatCompletionRequest, services: Services) -> ChatRun:
-    """Validate the request, then open the answer: retrieval + the backend's queue place for `rag:` models,
-    the budget check + the queue place for the backend's model. Raises OpenAIError (4xx, 429)."""
+async def start_chat(req: ChatCompletionRequest, services: Services, identity: Identity) -> ChatRun:
+    """Validate the request, then open the answer: the ask use case for `rag:` models, the budget check
+    + the queue place for the backend's model. Raises OpenAIError (4xx, 429)."""
     if req.n != 1:
         raise invalid("only n=1 is supported", "n")
     messages = conversation(req.messages)
@@ -159,16 +160,13 @@ async def start_chat(req: ChatCompletionRequest, services: Services) -> ChatRun:
     max_tokens = answer_token_budget(req, settings)
     if services.backend is None:
         raise OpenAIError(503, "no backend is configured", "server_error", "no_backend")
-    gen = settings.generation.model_copy(
-        update={"max_tokens": max_tokens, "temperature": settings.generation.temperature if req.temperature is None else req.temperature}
-    )
     names = rag_collections(req.model)
     if names is not None:
         document = rag_document(req.model)
         if document is not None and req.document is not None:
             raise invalid("name the document either in the model (rag:<collection>/<path>) or in `document`", "document")
-        run = await _start_rag(req.model, names, messages, services, settings.model_copy(update={"generation": gen}),
-                               stops, req.conversation_id, req.document if document is None else document)
+        run = await _start_rag(req, names, messages, services, identity, stops,
+                               req.document if document is None else document, max_tokens)
         suffixed = sources_suffix(req.model)[1]
         run.append_sources = req.append_sources if req.append_sources is not None else (
             suffixed or settings.v1.append_sources)
@@ -185,50 +183,42 @@ async def start_chat(req: ChatCompletionRequest, services: Services) -> ChatRun:
         raise OpenAIError(502, redact_text(str(exc)), "server_error", "backend_error") from None
     if req.model != model:
         raise model_not_found(req.model)
-    params = GenParams(max_tokens=max_tokens, temperature=gen.temperature, stop=stops)
-    return await _start_direct(req.model, messages, services.backend, params, gen.margin_tokens)
+    temperature = settings.generation.temperature if req.temperature is None else req.temperature
+    params = GenParams(max_tokens=max_tokens, temperature=temperature, stop=stops)
+    return await _start_direct(req.model, messages, services.backend, params, settings.generation.margin_tokens)
 
 
-async def _start_rag(model: str, names: list[str], messages: list[Message], services: Services, settings: Settings,
-                     stops: list[str], conversation_id: int | None = None, document: int | str | None = None) -> ChatRun:
+async def _start_rag(req: ChatCompletionRequest, names: list[str], messages: list[Message], services: Services,
+                     identity: Identity, stops: list[str], document: int | str | None, max_tokens: int) -> ChatRun:
+    """A `rag:` model's answer through the ask use case: the last user message is the question, the earlier
+    turns the history (a saved conversation's stored turns instead, with `conversation_id`)."""
     if not names:
-        raise model_not_found(model, "name a collection after 'rag:'")
-    for name in names:
-        if services.store.get_collection(name) is None:
-            raise model_not_found(model, f"there is no collection {name!r}")
-    doc = await anyio.to_thread.run_sync(chat_document, services, names, document) if document is not None else None
-    question, history = question_and_history(messages, settings.server.max_question_chars)
-    turn, query = None, None
-    if conversation_id is not None:
-        # The stored turns are the history (earlier messages of the request are then left out), and the
-        # question becomes a standalone search query, as in /api/ask.
-        try:
-            turn = ConversationTurn.open(services.store.engine, conversation_id,
-                                         history_turns=settings.conversations.history_turns)
-        except UnknownConversation as exc:
-            raise OpenAIError(404, str(exc), "invalid_request_error", "conversation_not_found") from None
-        history = turn.history
-        query = await turn.standalone_query(services.backend, question, settings.conversations)
-    try:
-        prepared = await prepare(question, names, retriever=services.retriever, backend=services.backend,
-                                 settings=settings, history=history, query=query, document=doc)
-    except BackendBusy as exc:
-        raise busy(exc) from None
-    events = turn.record(prepared.events()) if turn is not None else prepared.events()
-    return ChatRun(model, events, prepared, settings.generation.max_tokens, stops, rag=True)
-
-
-def chat_document(services: Services, names: list[str], key: int | str) -> DocumentRef:
-    """The document a rag: request asks about, in the one collection its model names (the route has checked
-    that the key may use it): 404 `document_not_found` when there is none."""
-    if len(names) != 1:
+        raise model_not_found(req.model, "name a collection after 'rag:'")
+    if document is not None and len(names) != 1:
         raise invalid("a document is asked about within one collection: name only its own after 'rag:'", "model")
+    text, history = question_and_history(messages, services.settings.server.max_question_chars)
+    question = Question(text, tuple(names), document=document, conversation_id=req.conversation_id,
+                        history=() if req.conversation_id is not None else tuple(history),
+                        max_tokens=max_tokens, temperature=req.temperature)
     try:
-        return find_document(services.store, key, names[0], lambda name: name in names)
-    except UnknownDocument as exc:
-        raise OpenAIError(404, str(exc), "invalid_request_error", "document_not_found", "document") from None
-    except DocumentNotAnswerable as exc:
-        raise invalid(str(exc), "document") from None
+        answering = await services.asking.open(identity, question)
+    except AskError as exc:
+        raise ask_error(exc) from None
+    return ChatRun(req.model, answering.events(), answering, max_tokens, stops, rag=True)
+
+
+# The parameter of the request that an ask refusal is about.
+ASK_PARAMS = {"collection_not_found": "model", "collection_required": "model", "document_not_found": "document",
+              "document_not_answerable": "document", "conversation_not_found": "conversation_id",
+              "question_empty": "messages", "question_too_long": "messages"}
+OPENAI_TYPES = {403: "permission_error", 429: "rate_limit_error", 503: "server_error"}
+
+
+def ask_error(exc: AskError) -> OpenAIError:
+    """The ask use case's refusal as OpenAI says it: its status and code, OpenAI's type for the status."""
+    headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
+    return OpenAIError(exc.status, exc.message, OPENAI_TYPES.get(exc.status, "invalid_request_error"), exc.code,
+                       ASK_PARAMS.get(exc.code), headers=headers)
 
 
 async def _start_direct(model: str, messages: list[Message], backend: Backend, params: GenParams, margin: int) -> ChatRun:
@@ -259,7 +249,7 @@ async def direct_events(backend: Backend, stream: Any, prompt_tokens: int) -> As
             if first is None:
                 first = (time.perf_counter() - started) * 1000
             pieces.append(piece)
-            yield Event("token", {"text": piece})
+            yield Token(piece)
     except Exception as exc:
         yield error_event(exc)
         return
@@ -267,13 +257,11 @@ async def direct_events(backend: Backend, stream: Any, prompt_tokens: int) -> As
         close = getattr(stream, "aclose", None)
         if close is not None:
             await close()
-    done: dict[str, Any] = {"answer": "".join(pieces), "prompt_tokens": prompt_tokens, "model": backend.model}
     completion_tokens = getattr(stream, "completion_tokens", None)
-    if isinstance(completion_tokens, int):
-        done["completion_tokens"] = completion_tokens
-    done["timings"] = {"first_token_ms": round(first, 1) if first is not None else None,
-                       "total_ms": round((time.perf_counter() - started) * 1000, 1)}
-    yield Event("done", done)
+    timings = {"first_token_ms": round(first, 1) if first is not None else None,
+               "total_ms": round((time.perf_counter() - started) * 1000, 1)}
+    yield Done("".join(pieces), backend.model, prompt_tokens, timings,
+               completion_tokens=completion_tokens if isinstance(completion_tokens, int) else None)
 
 
 class StopCut:
@@ -312,7 +300,7 @@ class Outcome:
     text: str = ""
     pieces: int = 0
     sources: list[dict] | None = None
-    done: dict | None = None
+    done: Done | None = None
     stopped: bool = False
 
     def finish_reason(self, max_tokens: int) -> str:
@@ -322,37 +310,38 @@ class Outcome:
 
     def completion_tokens(self) -> int:
         """The backend's count, or the pieces streamed when it reports none (most pieces are one token)."""
-        counted = (self.done or {}).get("completion_tokens")
-        return counted if isinstance(counted, int) else self.pieces
+        counted = self.done.completion_tokens if self.done else None
+        return counted if counted is not None else self.pieces
 
     @property
     def replaced(self) -> bool:
         """Whether the check replaced the model's answer (`done.answer` is then the replacement)."""
-        return bool(((self.done or {}).get("check") or {}).get("replaced"))
+        return bool(self.done and (self.done.check or {}).get("replaced"))
 
     def answer(self) -> str:
         """The whole answer: `done.answer` (the model's text with its citations checked, or the statement
         that replaced it), unless a stop string of the request cut the model's text short."""
-        if self.replaced or (self.done and not self.stopped):
-            return str(self.done.get("answer", self.text.strip()))
+        if self.done is not None and (self.replaced or not self.stopped):
+            return self.done.answer
         return self.text.strip()
 
     def usage(self) -> dict:
-        prompt = int((self.done or {}).get("prompt_tokens") or 0)
+        prompt = self.done.prompt_tokens if self.done else 0
         completion = self.completion_tokens()
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
-def event_error(data: dict) -> OpenAIError:
-    """The OpenAIError for rag's `error` event (the message of an internal error is not shown)."""
-    code = data.get("code")
-    if code == "busy":
-        return OpenAIError(429, data.get("message", "busy"), "rate_limit_error", "backend_busy",
-                           headers={"Retry-After": str(data.get("retry_after", 5))})
-    if code == "prompt_too_long":
-        return invalid(data.get("message", ""), "messages", "context_length_exceeded")
-    if code == "backend_error":
-        return OpenAIError(502, data.get("message", "backend error"), "server_error", "backend_error")
+def event_error(failed: Failed) -> OpenAIError:
+    """The OpenAIError for an answer's `Failed` event (the message of an internal error is not shown)."""
+    if failed.code == "busy":
+        return OpenAIError(429, failed.message, "rate_limit_error", "busy",
+                           headers={"Retry-After": str(failed.retry_after or 5)})
+    if failed.code == "prompt_too_long":
+        return invalid(failed.message, "messages", "context_length_exceeded")
+    if failed.code == "backend_error":
+        return OpenAIError(502, failed.message, "server_error", "backend_error")
+    if failed.code == "conversation_not_found":
+        return OpenAIError(404, failed.message, "invalid_request_error", failed.code, "conversation_id")
     return OpenAIError(500, "internal server error (see the server's log)", "server_error", "internal_error")
 
 
@@ -361,20 +350,21 @@ async def texts(run: ChatRun, outcome: Outcome) -> AsyncIterator[str]:
     cut = StopCut(run.stop)
     try:
         async for event in run.events:
-            if event.type == "token" and not cut.stopped:
-                text = cut.feed(event.data["text"])
-                outcome.pieces += 1
-                if text:
-                    outcome.text += text
-                    yield text
-                if cut.stopped:
-                    outcome.stopped = True
-            elif event.type == "sources":
-                outcome.sources = event.data["sources"]
-            elif event.type == "done":
-                outcome.done = event.data
-            elif event.type == "error":
-                raise event_error(event.data)
+            match event:
+                case Token(text=piece) if not cut.stopped:
+                    text = cut.feed(piece)
+                    outcome.pieces += 1
+                    if text:
+                        outcome.text += text
+                        yield text
+                    if cut.stopped:
+                        outcome.stopped = True
+                case Sources(sources=sources):
+                    outcome.sources = sources
+                case Done():
+                    outcome.done = event
+                case Failed():
+                    raise event_error(event)
         tail = cut.flush()
         if tail:
             outcome.text += tail
@@ -413,7 +403,7 @@ def rag_fields(outcome: Outcome) -> dict:
     """What a rag answer carries beside `choices`: `sources`, the citations' `check`, `model_answer` when
     the check replaced the answer, `absent_words` when no model was asked (a word of the question is in no
     document), and `conversation_id` and `turn_id` in a saved conversation."""
-    done = outcome.done or {}
+    done = outcome.done.data if outcome.done else {}
     out: dict[str, Any] = {"sources": outcome.sources or []}
     out.update({key: done[key] for key in ("check", "model_answer", "conversation_id", "turn_id", "document_mode",
                                            "document", "absent_words") if key in done})
@@ -439,8 +429,9 @@ async def chunks(run: ChatRun, include_usage: bool = False) -> AsyncIterator[dic
         yield exc.body()
         return
     if outcome.replaced:  # the model's text is out already: the replacement follows it (alone after none)
-        done = outcome.done or {}
-        yield chunk({"content": ("" if done["check"].get("empty") else "\n\n") + done.get("answer", "")})
+        done = outcome.done
+        assert done is not None and done.check is not None  # replaced: the check said so
+        yield chunk({"content": ("" if done.check.get("empty") else "\n\n") + done.answer})
     elif run.append_sources and (listed := sources_text(outcome.sources or [])):
         yield chunk({"content": listed})
     extra = rag_fields(outcome) if run.rag else {}

@@ -53,7 +53,7 @@ def model_not_found(model: str, reason: str = "") -> OpenAIError:
 
 
 def busy(exc: BackendBusy) -> OpenAIError:
-    return OpenAIError(429, str(exc), "rate_limit_error", "backend_busy", headers={"Retry-After": str(exc.retry_after)})
+    return OpenAIError(429, str(exc), "rate_limit_error", "busy", headers={"Retry-After": str(exc.retry_after)})
 
 
 # --- requests ---------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ def require_collection(services: Services, name: str, identity: Identity) -> Col
     identity.check_collection(name)
     coll = services.store.get_collection(name)
     if coll is None:
-        raise coded(NotFoundException(f"unknown collection: {name!r}"), "unknown_collection")
+        raise coded(NotFoundException(f"unknown collection: {name!r}"), "collection_not_found")
     return coll
 
 

@@ -1,7 +1,8 @@
 """The machine `code` of every error response, beside Litestar's `status_code`, `detail` and `extra`: a
 stable word a client can say in its own language (the page does), where `detail` is the server's English.
 
-An error the routes name gets its own code (`coded`); any other gets the code of its status."""
+An error the routes name gets its own code (`coded`); any other gets the code of its status
+(assistant/error_codes.py, the one vocabulary of every door)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,7 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException
 from litestar.exceptions.responses import create_exception_response
 
-STATUS_CODES = {
-    400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
-    409: "conflict", 413: "too_large", 415: "unsupported_media_type", 429: "busy", 500: "internal_error",
-    503: "unavailable", 507: "no_space",
-}
+from assistant.error_codes import code_of
 
 E = TypeVar("E", bound=HTTPException)
 
@@ -25,11 +22,6 @@ def coded(exc: E, code: str) -> E:
     """`exc`, whose response names `code`."""
     exc.code = code  # type: ignore[attr-defined]
     return exc
-
-
-def code_of(status: int, exc: BaseException | None = None) -> str:
-    """The code an error response carries: the one its exception names, else its status's."""
-    return getattr(exc, "code", None) or STATUS_CODES.get(status) or ("invalid_request" if status < 500 else "internal_error")
 
 
 def with_code(content: Any, code: str) -> Any:

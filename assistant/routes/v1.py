@@ -15,7 +15,6 @@ from litestar.openapi import ResponseSpec
 from litestar.response import ServerSentEvent
 from pydantic import BaseModel
 
-from indexes.conversations import get_conversation
 from indexes.store import StoreError
 
 from assistant.security.access import AccessDenied, Identity, authorize, scoped
@@ -61,27 +60,19 @@ def check_model_access(identity: Identity, model: str) -> None:
         raise OpenAIError(403, exc.detail, "permission_error", "forbidden") from None
 
 
-def check_chat_access(identity: Identity, services: Services, data: ChatCompletionRequest) -> None:
-    """403 (OpenAI-shaped) for a `rag:` collection or a conversation this key may not use."""
-    check_model_access(identity, data.model)
-    if data.conversation_id is not None:
-        conv = get_conversation(services.store.engine, data.conversation_id)
-        if conv is not None and not identity.owns(conv.owner_key):
-            raise OpenAIError(403, "this conversation belongs to another key", "permission_error", "forbidden")
-
-
 @post("/chat/completions", status_code=200, opt=scoped("ask"), responses=ERRORS)
 async def chat_completions(
     services: Services, telemetry: Telemetry, identity: Identity, data: ChatCompletionRequest
 ) -> Response:
     try:
-        await to_thread.run_sync(check_chat_access, identity, services, data)
-        run = await start_chat(data, services)
+        check_model_access(identity, data.model)
+        run = await start_chat(data, services, identity)
     except OpenAIError as exc:
-        if exc.status == 429:
-            telemetry.busy_rejections.inc()
+        if exc.status == 429 and not rag_collections(data.model):
+            telemetry.busy_rejections.inc()  # the ask use case counts its own
         return error_response(exc)
-    run.events = telemetry.observe(run.events)
+    if not run.rag:  # the ask use case observes its answers itself
+        run.events = telemetry.observe(run.events)
     if not data.stream:
         try:
             return Response(await completion(run))
@@ -126,7 +117,7 @@ def http_error(_: Request, exc: HTTPException) -> Response:
         )
     status = exc.status_code
     kind = "invalid_request_error" if status < 500 else "server_error"
-    code = {401: "invalid_api_key", 403: "forbidden", 404: "not_found", 415: "unsupported_media_type", 405: "method_not_allowed", 413: "request_too_large", 429: "backend_busy"}.get(status)
+    code = {401: "invalid_api_key", 403: "forbidden", 404: "not_found", 415: "unsupported_media_type", 405: "method_not_allowed", 413: "request_too_large", 429: "busy"}.get(status)
     headers = dict(exc.headers or {})
     return error_response(OpenAIError(status, message, kind, code, headers=headers))
 

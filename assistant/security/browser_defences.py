@@ -28,7 +28,7 @@ from litestar.enums import ScopeType
 from litestar.middleware import AbstractMiddleware, DefineMiddleware
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from assistant.routes.errors import code_of
+from assistant.error_codes import code_of
 from assistant.security.access import LOOPBACK_NAMES
 from assistant.settings import Settings
 

@@ -7,7 +7,8 @@ import pytest
 from assistant.answers import absent_terms
 from assistant.answers.absent_terms import (MIN_PASSAGES, RARE_SHARE, absent_words, is_identifier, not_in_documents,
                                             question_words, unmatched_words)
-from assistant.answers.rag import answer
+from assistant.answers.rag import AnswerPolicy
+from tests.support.answering import answer
 from assistant.backends.factory import create_backend
 from assistant.answers.support import abstained
 from indexes.retrieve import Retriever
@@ -94,7 +95,7 @@ def test_term_counts_count_the_passages_of_the_collections_asked(retriever):
 async def events(question, retriever, settings):
     backend = create_backend(settings)
     try:
-        return [e async for e in answer(question, ["handbook"], retriever=retriever, backend=backend, settings=settings)]
+        return [e async for e in answer(question, ["handbook"], retriever=retriever, backend=backend, policy=AnswerPolicy.of(settings))]
     finally:
         await backend.aclose()
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from assistant.answers.conversation import ConversationTurn
-from assistant.answers.rag import answer, prepare, replaces_unsupported
+from assistant.answers.rag import AnswerPolicy, prepare, replaces_unsupported
+from tests.support.answering import answer
 from assistant.answers.support import NO_ANSWER, NOT_IN_DOCUMENTS
 from assistant.backends.factory import create_backend
 from indexes.conversations import create_conversation, list_turns
@@ -61,7 +62,7 @@ def settings_for(settings_factory, replace: str = "auto", k: int = 1):
 
 async def done_and_sources(question: str, retriever, settings, collection: str = "handbook") -> tuple[dict, list[dict]]:
     events = [e async for e in answer(question, collection, retriever=retriever, backend=create_backend(settings),
-                                      settings=settings)]
+                                      policy=AnswerPolicy.of(settings))]
     assert [e.type for e in events][-2:] == ["sources", "done"], events[-1]
     return events[-1].data, events[-2].data["sources"]
 
@@ -175,7 +176,7 @@ async def test_a_conversation_stores_the_answer_the_user_saw(retriever, settings
     turn = ConversationTurn.open(engine, conv.id)
     query = await turn.standalone_query(create_backend(settings), CANTEEN, settings.conversations)
     prepared = await prepare(CANTEEN, "handbook", retriever=retriever, backend=create_backend(settings),
-                             settings=settings, query=query)
+                             policy=AnswerPolicy.of(settings), query=query)
     events = [e async for e in turn.record(prepared.events())]
     assert events[-1].data["answer"] == NOT_IN_DOCUMENTS["en"]
     (stored,) = list_turns(engine, conv.id)

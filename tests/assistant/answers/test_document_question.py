@@ -116,23 +116,23 @@ async def test_documents_that_cannot_be_asked_about_are_refused_with_the_reason(
         return r.status_code, r.json().get("code"), r.json().get("detail")
 
     assert await refused({"collection": "handbook", "document": "nope.md"}) == (
-        404, "unknown_document", "no document 'nope.md' in collection 'handbook'")
-    assert await refused({"document": 999999}) == (404, "unknown_document", "no document 999999")
+        404, "document_not_found", "no document 'nope.md' in collection 'handbook'")
+    assert await refused({"document": 999999}) == (404, "document_not_found", "no document 999999")
     assert await refused({"collection": "handbook", "document": ids.secret}) == (
-        404, "unknown_document", f"no document {ids.secret} in collection 'handbook'")  # another collection's
+        404, "document_not_found", f"no document {ids.secret} in collection 'handbook'")  # another collection's
     assert (await refused({"document": "guide/onboarding.md"}))[:2] == (400, "document_not_answerable")
-    assert (await refused({"collection": "handbook", "document": "²"}))[:2] == (404, "unknown_document")  # no id
+    assert (await refused({"collection": "handbook", "document": "²"}))[:2] == (404, "document_not_found")  # no id
     assert (await refused({"collections": ["handbook", "secret"], "document": GUIDE}))[0] == 400
     assert (await refused({"collection": "handbook", "document": GUIDE, "filters": {"kinds": ["md"]}}))[0] == 400
     for bad in ("", 0, True, -3, 2**64, "x" * 1025):
         assert (await refused({"collection": "handbook", "document": bad}))[0] == 400, bad
-    assert (await refused({"collection": "nowhere", "document": GUIDE}))[:2] == (404, "unknown_collection")
+    assert (await refused({"collection": "nowhere", "document": GUIDE}))[:2] == (404, "collection_not_found")
 
     # A key of `handbook` learns nothing of `secret`'s document: the answer an unknown id gets.
     key = create_key(services.store.engine, "asker", ["ask"], ["handbook"])[1]
     auth = {"Authorization": f"Bearer {key}"}
     unknown, theirs = await refused({"document": 999999}, auth), await refused({"document": ids.secret}, auth)
-    assert (unknown[0], unknown[1]) == (theirs[0], theirs[1]) == (404, "unknown_document")
+    assert (unknown[0], unknown[1]) == (theirs[0], theirs[1]) == (404, "document_not_found")
     assert theirs[2] == f"no document {ids.secret}"
     assert (await refused({"collection": "secret", "document": SECRET}, auth))[0] == 403  # as for any question there
     assert event(await ask(client, auth, question="Where are badges printed?", document=ids.guide),

@@ -15,7 +15,8 @@ from assistant.answers import absent_terms
 from assistant.answers.absent_terms import unmatched_words
 from assistant.answers.early_send import Started
 from assistant.answers.prompts import build_prompt, early_prompt, sources_shown
-from assistant.answers.rag import answer, prepare
+from assistant.answers.rag import AnswerPolicy, prepare
+from tests.support.answering import answer
 from assistant.backends.echo import EchoBackend
 from indexes.retrieve import Retriever
 from tests.support.stores import write_pages
@@ -71,9 +72,9 @@ def test_an_early_prompt_only_where_the_guess_fits_and_nothing_came_before(retri
 
 async def test_a_prompt_that_fits_is_counted_beside_its_answer(retriever, settings_factory):
     settings = settings_factory(retrieval={"k": 4})
-    counted = await collect(answer(QUESTION, ["handbook"], retriever=retriever, backend=Guessing(None), settings=settings))
+    counted = await collect(answer(QUESTION, ["handbook"], retriever=retriever, backend=Guessing(None), policy=AnswerPolicy.of(settings)))
     backend = Guessing(1.0)
-    early = await collect(answer(QUESTION, ["handbook"], retriever=retriever, backend=backend, settings=settings))
+    early = await collect(answer(QUESTION, ["handbook"], retriever=retriever, backend=backend, policy=AnswerPolicy.of(settings)))
     assert [e.type for e in early] == [e.type for e in counted]
     assert [e.data for e in early if e.type != "done"] == [e.data for e in counted if e.type != "done"]
     done, before = early[-1].data, counted[-1].data
@@ -88,7 +89,7 @@ async def test_a_prompt_the_count_finds_too_long_is_taken_back_and_sent_again_fi
     whole = build_prompt(QUESTION, hits, Guessing(None), 64, 16)
     window = whole.prompt_tokens + 80 - 40  # forty tokens short of every source
     backend = Guessing(0.5, context_window=window)  # and a guess that says they fit
-    events = await collect(answer(QUESTION, ["handbook"], retriever=retriever, backend=backend, settings=settings))
+    events = await collect(answer(QUESTION, ["handbook"], retriever=retriever, backend=backend, policy=AnswerPolicy.of(settings)))
     assert [e.type for e in events][0] == "retrieved" and events[-1].type == "done"
     done = events[-1].data
     assert done["prompt_tokens"] <= window - 80 and done["timings"]["early_count_ms"] is not None
@@ -121,8 +122,8 @@ async def test_closing_before_the_first_piece_aborts_the_request():
 async def test_an_unread_prepared_answer_gives_its_request_back(retriever, settings_factory):
     settings = settings_factory(retrieval={"k": 4})
     backend = Guessing(1.0)
-    await collect(answer(QUESTION, ["handbook"], retriever=retriever, backend=backend, settings=settings))
-    prepared = await prepare(QUESTION, ["handbook"], retriever=retriever, backend=backend, settings=settings)
+    await collect(answer(QUESTION, ["handbook"], retriever=retriever, backend=backend, policy=AnswerPolicy.of(settings)))
+    prepared = await prepare(QUESTION, ["handbook"], retriever=retriever, backend=backend, policy=AnswerPolicy.of(settings))
     assert not prepared.prompt.counted
     await prepared.aclose()
     assert backend.opened[-1][1].ag_frame is None
@@ -144,7 +145,7 @@ async def test_a_prompt_rebuilt_with_fewer_sources_is_checked_again_for_the_word
     assert unmatched_words(question, [shown[0]]) == [] and unmatched_words(question, [shown[1]]) == ["manager"]
 
     backend = Guessing(0.5, context_window=window)  # a guess that says every source fits
-    events = await collect(answer(question, ["handbook"], retriever=retriever, backend=backend, settings=settings))
+    events = await collect(answer(question, ["handbook"], retriever=retriever, backend=backend, policy=AnswerPolicy.of(settings)))
     done = events[-1].data
     assert done["absent_words"] == ["manager"] and "“manager”" in done["answer"]
     assert len(backend.opened) == 1, "the early request was taken back, and no model asked again"

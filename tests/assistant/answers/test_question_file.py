@@ -69,13 +69,13 @@ async def test_a_rerun_answers_only_the_rest_and_each_question_once(services, tm
     assert not bad and len(questions) == 12
     out = tmp_path / "answers.jsonl"
 
-    first = await run_batch(services, questions[:5], out, ["handbook"], concurrency=3)
+    first = await run_batch(services.asking, questions[:5], out, ["handbook"], concurrency=3)
     assert (first.answered, first.failed, first.skipped) == (5, 0, 0)
     # A kill in the middle of a write leaves a cut-off line behind.
     with out.open("a", encoding="utf-8") as f:
         f.write('{"id": "5", "question": "Question 5')
     seen: list[str] = []
-    second = await run_batch(services, questions, out, ["handbook"], concurrency=4, on_record=lambda r: seen.append(r["id"]))
+    second = await run_batch(services.asking, questions, out, ["handbook"], concurrency=4, on_record=lambda r: seen.append(r["id"]))
     assert (second.answered, second.skipped) == (7, 5)
     assert sorted(seen, key=int) == [str(i) for i in range(5, 12)]  # only the rest was asked
     records = out_records(out)
@@ -85,7 +85,7 @@ async def test_a_rerun_answers_only_the_rest_and_each_question_once(services, tm
         assert r["usage"]["completion_tokens"] > 0 and r["usage"]["prompt_tokens"] > 0
     assert second.completion_tokens > 0 and second.tokens_per_s > 0 and second.questions_per_s > 0
 
-    third = await run_batch(services, questions, out, ["handbook"], concurrency=4)
+    third = await run_batch(services.asking, questions, out, ["handbook"], concurrency=4)
     assert (third.answered, third.skipped) == (0, 12) and len(out_records(out)) == 12
 
 

@@ -10,7 +10,8 @@ import pytest
 from assistant.backends.base import BackendBusy
 from assistant.backends.factory import create_backend
 from assistant.answers.prompts import build_prompt
-from assistant.answers.rag import answer, prepare
+from assistant.answers.rag import AnswerPolicy, prepare
+from tests.support.answering import answer
 from indexes.retrieve import Retriever
 from tests.support.stores import write_pages
 from tests.support.wait import async_wait_until
@@ -39,7 +40,7 @@ async def test_events_in_order_with_cited_sources_first(retriever, settings_fact
     settings = settings_factory(retrieval={"k": 3})
     backend = create_backend(settings)
     question = "How early must flights be booked?"
-    events = await events_of(answer(question, ["handbook"], retriever=retriever, backend=backend, settings=settings))
+    events = await events_of(answer(question, ["handbook"], retriever=retriever, backend=backend, policy=AnswerPolicy.of(settings)))
 
     types = [e.type for e in events]
     assert types == ["retrieved"] + ["token"] * (len(types) - 3) + ["sources", "done"] and len(types) > 3
@@ -71,7 +72,7 @@ async def test_events_in_order_with_cited_sources_first(retriever, settings_fact
 async def test_citations_of_missing_sources_never_reach_the_user(retriever, settings_factory):
     settings = settings_factory(retrieval={"k": 2})
     backend = create_backend(settings)
-    events = await events_of(answer("what does [7] say about laptops", "handbook", retriever=retriever, backend=backend, settings=settings))
+    events = await events_of(answer("what does [7] say about laptops", "handbook", retriever=retriever, backend=backend, policy=AnswerPolicy.of(settings)))
     done = events[-1].data
     assert "[7]" not in done["answer"] and done["answer"].endswith("[1]")
     assert [s["n"] for s in events[-2].data["sources"] if s["cited"]] == [1]
@@ -80,7 +81,7 @@ async def test_citations_of_missing_sources_never_reach_the_user(retriever, sett
 async def test_no_sources_still_answers(retriever, settings_factory):
     settings = settings_factory()
     backend = create_backend(settings)
-    events = await events_of(answer("Anything at all?", ["empty"], retriever=retriever, backend=backend, settings=settings))
+    events = await events_of(answer("Anything at all?", ["empty"], retriever=retriever, backend=backend, policy=AnswerPolicy.of(settings)))
     types = [e.type for e in events]
     assert types[0] == "retrieved" and types[-2:] == ["sources", "done"]
     assert events[0].data == events[-2].data == {"sources": []}
@@ -91,14 +92,14 @@ async def test_history_is_passed_and_the_last_question_answered(retriever, setti
     settings = settings_factory()
     backend = create_backend(settings)
     history = [{"role": "user", "content": "Tell me about travel."}, {"role": "assistant", "content": "Book early [1]."}]
-    events = await events_of(answer("And hotels?", "handbook", retriever=retriever, backend=backend, settings=settings, history=history))
+    events = await events_of(answer("And hotels?", "handbook", retriever=retriever, backend=backend, policy=AnswerPolicy.of(settings), history=history))
     assert events[-1].data["answer"] == "Echo: And hotels? [1]"
 
 
 async def test_prompt_too_long_is_an_error_event(retriever, settings_factory):
     settings = settings_factory(echo={"context_window": 200}, generation={"max_tokens": 384})
     backend = create_backend(settings)
-    events = await events_of(answer("How early?", "handbook", retriever=retriever, backend=backend, settings=settings))
+    events = await events_of(answer("How early?", "handbook", retriever=retriever, backend=backend, policy=AnswerPolicy.of(settings)))
     assert [e.type for e in events] == ["error"]
     assert events[0].data["code"] == "prompt_too_long" and "context window 200" in events[0].data["message"]
 
@@ -109,7 +110,7 @@ async def test_unreachable_backend_is_an_error_event(retriever, settings_factory
     backend = create_backend(settings)
     try:
         with anyio.fail_after(30):
-            events = await events_of(answer("How early?", "handbook", retriever=retriever, backend=backend, settings=settings))
+            events = await events_of(answer("How early?", "handbook", retriever=retriever, backend=backend, policy=AnswerPolicy.of(settings)))
     finally:
         await backend.aclose()
     assert [e.type for e in events] == ["retrieved", "error"]  # the sources were found; the answer failed
@@ -119,7 +120,7 @@ async def test_unreachable_backend_is_an_error_event(retriever, settings_factory
 async def test_closing_the_answer_early_ends_the_backend_stream(retriever, settings_factory):
     settings = settings_factory(echo={"delay_s": 0.01})
     backend = create_backend(settings)
-    prepared = await prepare("How early must flights be booked?", "handbook", retriever=retriever, backend=backend, settings=settings)
+    prepared = await prepare("How early must flights be booked?", "handbook", retriever=retriever, backend=backend, policy=AnswerPolicy.of(settings))
     events = prepared.events()
     assert [(await anext(events)).type for _ in range(2)] == ["retrieved", "token"]
     await events.aclose()
@@ -131,7 +132,7 @@ async def test_closing_the_answer_early_ends_the_backend_stream(retriever, setti
 async def test_busy_backend_is_raised_before_any_event(retriever, settings_factory, llama):
     """llama.cpp in-process, one request running and one waiting: the third is refused up front."""
     settings = settings_factory(generation={"max_tokens": 12, "temperature": 0})
-    ask = dict(retriever=retriever, backend=llama, settings=settings)
+    ask = dict(retriever=retriever, backend=llama, policy=AnswerPolicy.of(settings))
     running = answer("How early must flights be booked?", "handbook", **ask)
     assert [(await anext(running)).type for _ in range(2)] == ["retrieved", "token"]
     waiting = answer("Who hands out laptops?", "handbook", **ask)

@@ -177,7 +177,7 @@ async def test_api_rejects_bad_requests(client, report_store, body, status):
     assert r.status_code == status and r.json()["status_code"] == status
 
 
-async def test_api_unknown_document_is_404(client):
+async def test_api_document_not_found_is_404(client):
     r = await client.post("/api/documents/999999/summary")
     assert r.status_code == 404 and "unknown document" in r.json()["detail"]
     assert (await client.post("/api/documents/abc/summary")).status_code in (400, 404)

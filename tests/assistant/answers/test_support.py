@@ -14,16 +14,15 @@ from assistant.answers.support import (
     NOT_IN_DOCUMENTS,
     SUPPORT_THRESHOLD,
     abstained,
-    agreement,
     attribute,
     check_answer,
     key_units,
     language_of,
-    load_labels,
     split_sentences,
     support,
     units,
 )
+from evals.support_agreement import agreement, load_labels
 
 ROOT = Path(__file__).resolve().parents[3]
 LABELS = ROOT / "tests" / "fixtures" / "eval" / "support-labels.jsonl"
@@ -246,10 +245,60 @@ def test_agreement_with_the_hand_labels() -> None:
 
 def test_the_agreement_command_prints_json() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "assistant.answers.support", str(LABELS)], capture_output=True, text=True,
+        [sys.executable, "-m", "evals.support_agreement", str(LABELS)], capture_output=True, text=True,
         check=True, cwd=ROOT,
     )
     report = json.loads(out.stdout)
     assert report["pairs"] >= 40 and report["threshold"] == SUPPORT_THRESHOLD
     assert report["agreement"] == round(agreement(load_labels(str(LABELS))), 4)
     assert set(report["by_split"]) == {"dev", "held_out", "place"}
+
+
+# --- meaning, not shared words -------------------------------------------------------------------
+
+WIRELESS = "GSA IT does not provide wireless peripherals. You can request a standard keyboard and mouse from the IT desk."
+
+
+def test_a_claim_that_says_the_opposite_of_its_source_is_not_supported() -> None:
+    flipped = support("Yes, GSA IT can provide a wireless keyboard and mouse [1]", WIRELESS)
+    assert not flipped.supported and flipped.contradicted
+    assert support("No, GSA IT does not provide wireless peripherals [1].", WIRELESS).supported
+    check = check_answer("Yes, GSA IT can provide a wireless keyboard and mouse [1].", {1: WIRELESS})
+    assert check.unsupported and check.contradicted
+    assert support("V100 支持 bfloat16。", "启动时必须加 --dtype half，V100 不支持 bfloat16。").contradicted
+    assert support("V100 不支持 bfloat16。", "启动时必须加 --dtype half，V100 不支持 bfloat16。").supported
+
+
+def test_a_clause_of_the_other_polarity_elsewhere_in_the_sentence_is_no_contradiction() -> None:
+    source = "vLLM 选的是 0.4.0.post1，因为更新的版本在 V100 上默认走的 attention backend 不支持 compute capability 7.0。"
+    assert support("vLLM 使用 0.4.0.post1 版本。", source).supported
+    assert support("You can request a keyboard and mouse from the IT desk, but not wireless ones.", WIRELESS).supported
+
+
+def test_another_number_or_a_name_the_source_never_uses_is_not_supported() -> None:
+    assert not support("New employees get 15 vacation days per year.", LEAVE_EN).supported
+    assert support("New employees get 13 vacation days per year.", LEAVE_EN).supported
+    assert not support("Ask your supervisor in Workday before booking travel.", LEAVE_EN).supported
+
+
+def test_a_sentence_joining_two_sources_is_supported_clause_by_clause() -> None:
+    report = (ROOT / "tests" / "fixtures" / "zh-reports" / "v100-vllm-deploy.md").read_text(encoding="utf-8")
+    vllm = report[report.index("## vLLM 的版本与启动参数"):report.index("## 显存占用")]
+    driver = report[report.index("## 驱动与 CUDA 版本"):report.index("## vLLM 的版本与启动参数")]
+    right = check_answer("在 V100 上部署时，vLLM 使用 0.4.0.post1 版本 [1]，NVIDIA 驱动使用 525.147.05 [2]。",
+                         {1: vllm, 2: driver}, question="V100 上部署 vLLM 用的是哪个版本，驱动是什么版本？")
+    assert not right.unsupported and right.sentences[0].supported, "the right Chinese answer is kept"
+    wrong = check_answer("在 V100 上部署时，vLLM 使用 0.5.0 版本 [1]，NVIDIA 驱动使用 525.147.05 [2]。",
+                         {1: vllm, 2: driver})
+    assert wrong.unsupported
+
+
+def test_an_answer_about_another_topic_than_the_question_is_flagged() -> None:
+    faq = ("#### How can I get reimbursed for professional liability insurance?\n\nTTS will reimburse professional "
+           "liability insurance, up to $150. In order to claim reimbursement, get an email from your supervisor and "
+           "attach the receipt you received after purchasing the insurance.")
+    answer = "To get reimbursed, attach the receipt you received after purchasing the insurance [1]."
+    taxi = check_answer(answer, {1: faq}, {1: "Travel guide FAQ"}, "How do I get reimbursed for a taxi to the airport?")
+    assert taxi.off_topic and not taxi.unsupported, "supported by its source, but not what was asked"
+    asked = check_answer(answer, {1: faq}, {1: "Travel guide FAQ"}, "How do I get reimbursed for liability insurance?")
+    assert not asked.off_topic

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from assistant.answers.conversation import ConversationTurn, history_for
-from assistant.answers.rag import Event
+from assistant.answers.events import Event, Failed, Retrieved, Token
 from assistant.backends.factory import create_backend
 from indexes.conversations import add_turn, create_conversation, get_conversation, list_turns
 
@@ -27,9 +27,8 @@ async def test_an_error_event_stores_the_turn_with_what_had_streamed(store, sett
     turn = ConversationTurn.open(store.engine, conv.id)
     await turn.standalone_query(create_backend(settings), "When does leave accrue?", settings.conversations)
     events = stream_of(
-        Event("retrieved", {"sources": RETRIEVED}),
-        Event("token", {"text": "Leave accrues"}), Event("token", {"text": " per pay period [2]"}),
-        Event("error", {"message": "the backend failed", "code": "backend_error"}),
+        Retrieved(RETRIEVED), Token("Leave accrues"), Token(" per pay period [2]"),
+        Failed("the backend failed", "backend_error"),
     )
     passed = [e async for e in turn.record(events)]
 

@@ -72,7 +72,8 @@ QUESTIONS = [
 def test_three_questions_over_the_sample_corpus_repeat_no_line_more_than_twice(tmp_path, embedder, make_services):
     """llama.cpp in-process with the packaged Gemma-3-270M (the fast base model, most prone to loop),
     default settings but two threads, answering the first questions a newcomer asks."""
-    from assistant.answers.rag import answer
+    from assistant.answers.rag import AnswerPolicy
+    from tests.support.answering import answer
     from assistant.settings import Settings
     from ingest.pipeline import ingest_paths
 
@@ -87,7 +88,7 @@ def test_three_questions_over_the_sample_corpus_repeat_no_line_more_than_twice(t
     async def ask(question: str) -> str:
         text = ""
         async for event in answer(question, "docs", retriever=services.retriever, backend=services.backend,
-                                  settings=settings):
+                                  policy=AnswerPolicy.of(settings)):
             assert event.type != "error", event.data
             if event.type == "done":
                 text = event.data["answer"]

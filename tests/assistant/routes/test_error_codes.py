@@ -29,7 +29,7 @@ async def test_collection_errors_name_their_code(client, services):
     assert "invalid collection name" in bad.json()["detail"]
 
     missing = await client.get("/api/collections/nowhere/documents")
-    assert missing.status_code == 404 and missing.json()["code"] == "unknown_collection"
+    assert missing.status_code == 404 and missing.json()["code"] == "collection_not_found"
 
 
 async def test_question_errors_name_their_code_and_the_limit(client, services):

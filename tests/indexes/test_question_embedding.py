@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from assistant.answers.question_embedding import BatchingEmbedder
+from indexes.question_embedding import BatchingEmbedder
 
 QUESTIONS = [
     "How do I book a flight?", "When is payday?", "Who fixes broken laptops?", "Where is the parking garage?",

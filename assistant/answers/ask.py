@@ -1,0 +1,228 @@
+"""Asking: the one use case behind every door that answers a question (/api/ask, /v1 `rag:` models, the
+MCP `ask` tool, `assistant ask` and `assistant chat`).
+
+A door turns its protocol into a `Question` and the caller's Identity, calls `Asking.open()`, and turns the
+events (answers/events.py) and the `AskError` back into its own protocol. Everything else happens here, once:
+the question's bounds, the collections and the caller's right to them, the document asked about, the
+conversation (its owner, its history, the follow-up rewritten to stand alone), the answer's preparation
+(a full backend queue is `busy` before any event), the turn recorded, the answers counted in flight and
+observed by the metrics. Errors carry one vocabulary of codes on every door (docs/usage.md lists them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Callable, Iterable
+
+import anyio
+
+from indexes.conversations import conversation_dict
+from indexes.filters import SearchFilters
+from indexes.reading import DocumentRef
+from indexes.retrieve import Retriever
+from indexes.store import Store
+
+from assistant.answers.conversation import ConversationTurn, UnknownConversation
+from assistant.answers.document_question import DocumentNotAnswerable, UnknownDocument, find_document
+from assistant.answers.events import Event
+from assistant.answers.rag import AnswerPolicy, PreparedAnswer, prepare
+from assistant.answers.variants import NotLastQuestion, UnknownTurn
+from assistant.backends.base import Backend, BackendBusy
+from assistant.error_codes import STATUS
+from assistant.security.access import AccessDenied, Identity
+from assistant.settings import ConversationSettings
+
+class AskError(Exception):
+    """A question that cannot be asked: `code` (STATUS's vocabulary), a message written for the caller."""
+
+    def __init__(self, code: str, message: str, *, retry_after: int | None = None, **extra: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = STATUS[code]
+        self.retry_after = retry_after
+        self.extra = extra
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question as every door hands it over. `collections` may be empty when a conversation or a document
+    names its own; `history` is the client's (a saved conversation's comes from `conversation_id`)."""
+
+    text: str
+    collections: tuple[str, ...] = ()
+    k: int | None = None
+    filters: SearchFilters | None = None
+    document: int | str | None = None
+    conversation_id: int | None = None
+    regenerate_of: int | None = None
+    history: tuple[dict, ...] = ()
+    max_tokens: int | None = None  # the answer's budget, at most generation.max_tokens (a /v1 request's)
+    temperature: float | None = None
+
+
+@dataclass
+class Answering:
+    """A question on its way: the prepared answer, and what its events pass through (the conversation's
+    record, the metrics, the count of answers in flight). Iterate `events()` once; `aclose()` aborts."""
+
+    prepared: PreparedAnswer
+    turn: ConversationTurn | None
+    observe: Callable[[AsyncIterator[Event]], AsyncIterator[Event]]
+    counter: "InFlight"
+    query: str
+    collections: list[str]
+    document: DocumentRef | None = None
+    _events: AsyncIterator[Event] | None = field(default=None, repr=False)
+
+    async def events(self) -> AsyncIterator[Event]:
+        self.counter.now += 1
+        events = self.prepared.events()
+        if self.turn is not None:
+            events = self.turn.record(events)
+        self._events = observed = self.observe(events)
+        try:
+            async for event in observed:
+                yield event
+        finally:
+            self.counter.now -= 1
+            await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the events at once (a stopped turn is stored now, not when collected), then abort the
+        backend request or give back its queue place."""
+        if self._events is not None:
+            close = getattr(self._events, "aclose", None)
+            self._events = None
+            if close is not None:
+                await close()
+        await self.prepared.aclose()
+
+
+@dataclass
+class InFlight:
+    """Answers being streamed right now (what /api/status shows)."""
+
+    now: int = 0
+
+
+def unobserved(events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+    return events
+
+
+@dataclass
+class Asking:
+    """The long-lived parts every question needs, built once by the services."""
+
+    store: Store
+    retriever: Retriever
+    backend: Backend | None
+    policy: AnswerPolicy
+    conversations: ConversationSettings
+    max_question_chars: int
+    observe: Callable[[AsyncIterator[Event]], AsyncIterator[Event]] = unobserved  # the server's metrics
+    on_busy: Callable[[], None] = lambda: None
+    in_flight: InFlight = field(default_factory=InFlight)
+
+    async def open(self, identity: Identity, question: Question) -> Answering:
+        """The question checked and prepared: retrieval done, the prompt built, the backend's request sent.
+        Raises AskError before any event exists (the doors answer it with their own error shape)."""
+        text = checked_text(question.text, self.max_question_chars)
+        if self.backend is None:
+            raise AskError("no_backend", "no backend is configured to answer with")
+        turn = await anyio.to_thread.run_sync(self._turn, identity, question)
+        collections = list(dict.fromkeys(question.collections)) or (turn.collections if turn else [])
+        document = await anyio.to_thread.run_sync(self._document, identity, question, collections)
+        if document is not None and not collections:
+            collections = [document.collection]
+        if not collections:
+            raise AskError("collection_required", "name a collection to ask (`collection` or `collections`)")
+        await anyio.to_thread.run_sync(self._require_collections, identity, collections)
+        query = text
+        if turn is not None:
+            query = await turn.standalone_query(self.backend, text, self.conversations)
+        policy = self.policy
+        if question.max_tokens is not None or question.temperature is not None:
+            gen = policy.generation
+            policy = policy.with_generation(
+                max_tokens=min(question.max_tokens or gen.max_tokens, gen.max_tokens),
+                temperature=gen.temperature if question.temperature is None else question.temperature)
+        history = turn.history if turn is not None else [dict(t) for t in question.history]
+        try:
+            prepared = await prepare(text, collections, retriever=self.retriever, backend=self.backend,
+                                     policy=policy, history=history, k=question.k, filters=question.filters,
+                                     query=query if turn is not None else None, document=document)
+        except BackendBusy as exc:
+            self.on_busy()
+            raise AskError("busy", str(exc), retry_after=exc.retry_after) from None
+        return Answering(prepared, turn, self.observe, self.in_flight, query, collections, document)
+
+    def _turn(self, identity: Identity, question: Question) -> ConversationTurn | None:
+        """The conversation the question continues, once the caller may: its stored turns are the history,
+        so a history sent too is refused; `regenerate_of` names a turn of its last question."""
+        if question.conversation_id is None:
+            if question.regenerate_of is not None:
+                raise AskError("invalid_request", "`regenerate_of` needs the `conversation_id` of its turn")
+            return None
+        if question.history:
+            raise AskError("invalid_request",
+                           "give either `history` or `conversation_id`: a conversation's history is its stored turns")
+        try:
+            turn = ConversationTurn.open(self.store.engine, question.conversation_id,
+                                         history_turns=self.conversations.history_turns,
+                                         regenerate_of=question.regenerate_of)
+        except UnknownConversation as exc:
+            raise AskError("conversation_not_found", str(exc)) from None
+        except (UnknownTurn, NotLastQuestion) as exc:
+            raise AskError(exc.code, str(exc)) from None
+        if not identity.owns(turn.conversation.owner_key):
+            raise AskError("forbidden", "this conversation belongs to another key")
+        allowed(identity, conversation_dict(turn.conversation)["collections"])
+        return turn
+
+    def _document(self, identity: Identity, question: Question, collections: list[str]) -> DocumentRef | None:
+        """The document asked about alone, in its own collection. A document that does not exist and one in
+        a collection the caller may not use are the same `document_not_found`."""
+        if question.document is None:
+            return None
+        if question.filters is not None:
+            raise AskError("invalid_request",
+                           "give either `document` or `filters`: a question about one document searches it alone")
+        if len(collections) > 1:
+            raise AskError("invalid_request", "a `document` is asked about within its own collection: name that one only")
+        if collections:
+            self._require_collections(identity, collections)
+        try:
+            return find_document(self.store, question.document, collections[0] if collections else None,
+                                 identity.can_use)
+        except UnknownDocument as exc:
+            raise AskError("document_not_found", str(exc)) from None
+        except DocumentNotAnswerable as exc:
+            raise AskError("document_not_answerable", str(exc)) from None
+
+    def _require_collections(self, identity: Identity, names: Iterable[str]) -> None:
+        for name in names:
+            allowed(identity, [name])
+            if self.store.get_collection(name) is None:
+                raise AskError("collection_not_found", f"unknown collection: {name!r}", collection=name)
+
+
+def allowed(identity: Identity, collections: Iterable[str]) -> None:
+    """The `ask` scope and every collection usable, else `forbidden` (a refusal names no collection)."""
+    try:
+        identity.check_scope("ask")
+        for name in collections:
+            identity.check_collection(name)
+    except AccessDenied as exc:
+        raise AskError("forbidden", str(exc.detail)) from None
+
+
+def checked_text(text: str, limit: int) -> str:
+    """The question stripped once, here; empty or longer than `server.max_question_chars` is refused."""
+    question = text.strip()
+    if not question:
+        raise AskError("question_empty", "the question is empty")
+    if len(question) > limit:
+        raise AskError("question_too_long", f"the question is too long: {len(question)} characters, at most {limit}",
+                       length=len(question), limit=limit)
+    return question

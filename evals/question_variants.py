@@ -1,0 +1,109 @@
+"""`assistant eval variants`: every answerable question of a file asked again the ways people ask, by rules.
+
+Each answerable question gives one variant of each kind (when the rule applies to it):
+- `first_person`: a first-person frame with contractions ("I'm new here and I've got a question: ...");
+- `typo`: two neighbouring letters of its longest content word swapped;
+- `synonym`: one word replaced by an everyday word for it that documents seldom use (a fixed table of
+  common words, not taken from any question set);
+- `run_on`: lower case, no punctuation;
+- `story`: the question after a sentence about the asker's situation.
+
+A variant keeps the question's `source` and `answer_facts`, and says its `variant` kind and the question it
+came `from`, so that `assistant eval answers` reports false abstentions and facts per kind. The split is the
+original question's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+
+from evals.eval_answers import split_of
+
+KINDS = ("first_person", "typo", "synonym", "run_on", "story")
+# Everyday words for words documents use (the left side as the documents say it).
+SYNONYMS = {
+    "employee": "staffer", "employees": "staff", "vacation": "holiday", "reimbursed": "paid back",
+    "reimbursement": "payback", "laptop": "computer", "manager": "boss", "supervisor": "boss",
+    "travel": "trip", "purchase": "buy", "purchased": "bought", "receive": "get", "require": "need",
+    "required": "needed", "request": "ask for", "approval": "sign-off", "approve": "sign off on",
+    "colleague": "coworker", "colleagues": "coworkers", "position": "job", "salary": "pay",
+    "meeting": "call", "office": "workplace", "schedule": "calendar", "document": "paper",
+    "documents": "papers", "submit": "send in", "obtain": "get", "assistance": "help", "contact": "reach",
+    "expire": "run out", "hours": "hrs", "minimum": "least", "maximum": "most", "allowed": "ok",
+    "permitted": "ok", "eligible": "able to get", "install": "set up", "account": "login",
+}
+FRAMES = ("I'm new here and I've got a question: {q}", "I've been wondering, {q}")
+STORIES = (
+    "My situation is a bit unusual and my team lead wasn't sure either. {q}",
+    "I just started last month and nobody on my team knows. {q}",
+)
+WORD = re.compile(r"[A-Za-z]{5,}")
+
+
+def _pick(items: tuple[str, ...], text: str) -> str:
+    return items[hashlib.sha256(text.encode()).digest()[0] % len(items)]
+
+
+def first_person(q: str) -> str:
+    return _pick(FRAMES, q).format(q=q[0].lower() + q[1:] if q[:2] != "I " else q)
+
+
+def typo(q: str) -> str | None:
+    words = sorted(WORD.findall(q), key=lambda w: (-len(w), w))
+    if not words:
+        return None
+    w = words[0]
+    i = len(w) // 2
+    return q.replace(w, w[:i - 1] + w[i] + w[i - 1] + w[i + 1:], 1)
+
+
+def synonym(q: str) -> str | None:
+    for word, other in SYNONYMS.items():
+        if re.search(rf"\b{word}\b", q, re.I):
+            return re.sub(rf"\b{word}\b", other, q, count=1, flags=re.I)
+    return None
+
+
+def run_on(q: str) -> str:
+    return " ".join(re.sub(r"[^\w\s'’-]", " ", q).lower().split())
+
+
+def story(q: str) -> str:
+    return _pick(STORIES, q).format(q=q)
+
+
+RULES = {"first_person": first_person, "typo": typo, "synonym": synonym, "run_on": run_on, "story": story}
+
+
+def variants(rows: list[dict]) -> list[dict]:
+    """One variant of each kind per answerable question (where its rule applies)."""
+    out = []
+    for row in rows:
+        if row.get("unanswerable"):
+            continue
+        question = str(row["question"]).strip()
+        for kind, rule in RULES.items():
+            text = rule(question)
+            if text and text != question:
+                out.append({**row, "question": text, "variant": kind, "from": row.get("id") or question,
+                            "split": row.get("split") or split_of(question)})
+    return out
+
+
+def run(args: argparse.Namespace, _settings: object = None) -> int:
+    try:
+        rows = [json.loads(line) for line in args.file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (OSError, json.JSONDecodeError) as exc:
+        print(f"assistant eval variants: {args.file}: {exc}", file=sys.stderr)
+        return 2
+    made = variants(rows)
+    with open(args.out, "w", encoding="utf-8") as f:
+        for row in made:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    counts = {kind: sum(r["variant"] == kind for r in made) for kind in KINDS}
+    print(json.dumps({"out": str(args.out), "questions": len(made), "by_kind": counts}))
+    return 0
