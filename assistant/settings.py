@@ -450,6 +450,13 @@ class ServerSettings(BaseModel):
     max_concurrent_searches: int = Field(
         16, ge=1, le=10_000, description="searches (/api/search) run at once; more get 429 + Retry-After"
     )
+    header_timeout_s: float = Field(
+        10.0, gt=0, le=3600, description="seconds a connection has to send a request's headers (from its opening or "
+        "the previous response); a client still sending them is disconnected (slow-header attacks)"
+    )
+    keep_alive_s: int = Field(
+        5, ge=1, le=3600, description="seconds an idle keep-alive connection stays open between requests"
+    )
 
 
 class ConversationSettings(BaseModel):
@@ -495,6 +502,8 @@ class Settings(BaseSettings):
         description="the store on PostgreSQL (postgresql+psycopg://user:password@host/db), shared by replicas and "
         "workers; empty = the SQLite file in data_dir",
     )
+    api_key: str = Field("", description="the API key the CLI commands that talk to a running server (`assistant "
+                         "status`) send as `Authorization: Bearer`; their --key wins")
     backend: str = Field("llamacpp", description=f"LLM backend to answer with: {', '.join(backend_names())}")
     log_level: str = Field("INFO", description="logging level")
     llamacpp: LlamaCppSettings = Field(default_factory=LlamaCppSettings)

@@ -43,7 +43,7 @@ REASON_KINDS = (
     ("file holds only whitespace", "empty"), ("no text found", "no_text"), ("unsupported file type", "unsupported_type"),
     ("generated file", "generated"), ("link to", "link"), ("not a regular file", "not_a_file"),
     ("damaged", "damaged"), ("cannot read", "unreadable"), ("ocr is not installed", "ocr_missing"),
-    ("ocr languages", "ocr_missing"),
+    ("ocr languages", "ocr_missing"), ("no space left", "no_space"),
 )
 
 
@@ -304,6 +304,15 @@ class Jobs:
             )
             total = conn.execute(text("SELECT count(*) FROM ingestfile WHERE job_id = :j"), {"j": job_id}).scalar_one()
             conn.execute(text("UPDATE ingestjob SET files_total = :n WHERE id = :j"), {"n": total, "j": job_id})
+
+    def fail_unfinished(self, job_id: int, reason: str) -> int:
+        """Fail every file of the job not yet done, failed, skipped or removed (a full disk stopped the
+        job: a retry reads them again); returns how many."""
+        with self.engine.begin() as conn:
+            result = conn.execute(text(
+                "UPDATE ingestfile SET state = 'failed', reason = :r, updated_at = :t WHERE job_id = :j AND state NOT IN "
+                "('done', 'failed', 'skipped', 'removed')"), {"r": reason, "t": _sql_time(utcnow()), "j": job_id})
+            return result.rowcount or 0
 
     def files(self, job_id: int, *, state: str | None = None, offset: int = 0, limit: int = 100) -> list[IngestFile]:
         with self.session() as s:

@@ -147,13 +147,21 @@ class VectorIndex:
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i != -1]
 
     def save(self, path: Path) -> None:
-        """Write atomically: a temporary file, fsync, rename, fsync of the directory."""
+        """Write atomically: a temporary file, fsync, rename, fsync of the directory; on any failure (a full
+        disk) no file is left."""
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        faiss.write_index(self.index, str(tmp))
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        try:
+            # Written through Python's file, whose every write raises on a full disk: FAISS's own writer
+            # does not see a failed flush and would leave an empty file behind as if saved.
+            with open(tmp, "wb") as fh:
+                faiss.write_index(self.index, faiss.PyCallbackIOWriter(fh.write))
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         dir_fd = os.open(path.parent, os.O_RDONLY)
         try:
             os.fsync(dir_fd)

@@ -56,7 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     w = sub.add_parser("worker", help="run queued ingestion jobs (resumes jobs of workers that died)")
     _common(w)
     w.add_argument("--once", action="store_true", help="exit when the queue is empty")
-    w.add_argument("--exit-with-parent", action="store_true", help="exit when the process that started this one ends")
+    w.add_argument("--exit-with-parent", nargs="?", type=int, const=0, default=None, metavar="PID",
+                   help="exit when the process that started this one (or process PID) ends")
     w.set_defaults(func=run_worker)
 
     r = sub.add_parser("reembed", help="re-embed a collection's chunks with another embedder (no file is re-read)")
@@ -192,7 +193,7 @@ def run_worker(args: argparse.Namespace, settings: Any) -> int:
     worker = Worker(settings)
     worker.install_signal_handlers()
     try:
-        worker.run(once=args.once, parent=os.getppid() if args.exit_with_parent else None)
+        worker.run(once=args.once, parent=None if args.exit_with_parent is None else args.exit_with_parent or os.getppid())
     finally:
         worker.store.close()
     return 0

@@ -26,6 +26,7 @@ from indexes.jobs import Jobs, worker_name
 from indexes.lease import FileLeases
 from indexes.maintenance import check_store, purge_collection
 from indexes.models import IngestJob
+from indexes.no_space import NO_SPACE_REASON, is_no_space
 from indexes.store import Store, StoreError
 from ingest.archives import archives_dir, scan_path
 from ingest.chunking import EmbedderLike
@@ -68,6 +69,7 @@ class Worker:
         self.leases = FileLeases(self.store.engine, lease_s=settings.ingest.file_lease_s) if self.store.postgres else None
         self.name = name or worker_name()
         self.stop = threading.Event()
+        self._once = False  # run(once=True): a full disk ends the run rather than being waited out
         self.progress = progress
         # Given one, every job uses it; else the embedders of the settings, each built (and its model
         # loaded) on the first job of a collection that needs it: a worker with no job loads no model.
@@ -89,6 +91,7 @@ class Worker:
 
     def run(self, *, once: bool = False, parent: int | None = None) -> int:
         """Run jobs until stopped (or, with once, until the queue is empty); returns jobs run."""
+        self._once = once
         self.check()
         poll = self.settings.ingest.worker_poll_s
         ran = 0
@@ -161,9 +164,12 @@ class Worker:
                 progress = self.progress(job) if self.progress else None
                 report = ingest_paths(self.store, self.embedder, params.get("paths", []), job.collection,
                                       options=options, link=link, progress=progress)
-        except (FileNotFoundError, NotADirectoryError, StoreError, ValueError) as exc:
-            return self._close(job, link, "failed", str(exc))
-        except Exception as exc:  # unexpected: the job fails with the reason, the worker goes on
+        except Exception as exc:
+            if is_no_space(exc):
+                return self._out_of_space(job, link)
+            if isinstance(exc, (FileNotFoundError, NotADirectoryError, StoreError, ValueError)):
+                return self._close(job, link, "failed", str(exc))
+            # unexpected: the job fails with the reason, the worker goes on
             log.exception("job %s failed", job.id)
             return self._close(job, link, "failed", f"{type(exc).__name__}: {exc}")
         if link.status == "lost":
@@ -174,6 +180,20 @@ class Worker:
             self.jobs.release(job.id, self.name)
             return "pending"
         return self._close(job, link, "done")
+
+    def _out_of_space(self, job: IngestJob, link: JobLink) -> str:
+        """A full disk stopped the job: its unfinished files fail with a reason of kind `no_space` (a retry
+        reads them again) and the job fails saying so. Recording that needs a little room too: until it
+        can be written, the worker waits and tries again (nothing else can be written meanwhile)."""
+        log.error("job %s: %s", job.id, NO_SPACE_REASON)
+        while True:
+            try:
+                self.jobs.fail_unfinished(job.id, NO_SPACE_REASON)
+                return self._close(job, link, "failed", NO_SPACE_REASON)
+            except Exception as exc:
+                if not is_no_space(exc) or self.stop.is_set() or self._once:
+                    raise  # run(once=True) ends saying the store cannot be written; the job resumes later
+                self.stop.wait(self.settings.ingest.worker_poll_s)
 
     def _close(self, job: IngestJob, link: JobLink, status: str, error: str | None = None) -> str:
         current = self.jobs.get(job.id)

@@ -116,3 +116,36 @@ def test_every_error_code_of_asking_is_in_the_usage_table():
     table = usage[usage.index("### Error codes of asking"):]
     rows = dict(re.findall(r"^\| `([a-z_]+)` \| (\d{3}) \|", table, re.M))
     assert {code: int(status) for code, status in rows.items()} == STATUS
+
+
+# A model name as the examples give it: `model="..."` (Python), `"model": "..."` (JSON), `model: ...` on
+# a YAML line of its own, and the embedder's name in backticks.
+DOC_MODELS = re.compile(r"""\bmodel(?:_name)?="([^"<]+)"|"model":\s*"([^"<]+)"|^\s*-?\s*model(?:_name)?:\s*([^\s<]+)$|`(gt_[\w-]+)`""",
+                        re.MULTILINE)
+
+
+async def test_the_model_names_in_usage_are_the_ones_the_server_takes(settings_factory, make_services, embedder):
+    """Every model name docs/usage.md gives a client works against the server: `rag:` names in a chat,
+    the others (the embedder) in /v1/embeddings."""
+    from litestar.testing import AsyncTestClient
+
+    from assistant.app import create_app
+    from tests.support.stores import write_pages
+
+    usage = (REPO / "docs" / "usage.md").read_text()
+    names = {next(g for g in groups if g) for groups in DOC_MODELS.findall(usage)}
+    assert any(n.startswith("rag:") for n in names) and any(not n.startswith("rag:") for n in names), names
+    pages = {"travel.md": ("Travel", "Book flights through the travel desk at least 14 days before departure.")}
+    collections = {c for n in names if n.startswith("rag:") for c in n[4:].removesuffix("+sources").split(",")}
+    services = make_services(settings_factory(), lambda store: [write_pages(store, embedder, c, pages) for c in collections])
+    failed = []
+    async with AsyncTestClient(app=create_app(services.settings, services)) as client:
+        for name in sorted(names):
+            if name.startswith("rag:"):
+                r = await client.post("/v1/chat/completions", json={
+                    "model": name, "messages": [{"role": "user", "content": "How early are flights booked?"}]})
+            else:
+                r = await client.post("/v1/embeddings", json={"model": name, "input": "travel policy"})
+            if r.status_code != 200:
+                failed.append(f"{name}: {r.status_code} {r.text[:200]}")
+    assert not failed, failed

@@ -48,6 +48,7 @@ const OWN_WORDS = {
   upload_name_too_long: "error.uploadNameLong",
   upload_name_twice: "error.uploadTwice",
   upload_too_large: "error.uploadTooLarge",
+  upload_file_too_large: "error.uploadFileTooLarge",
   upload_no_files: "error.uploadNoFiles",
 };
 

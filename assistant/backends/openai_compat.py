@@ -20,7 +20,7 @@ import time
 from typing import TYPE_CHECKING, Any, AsyncIterator, Literal
 
 from assistant.backends.base import BackendError, BackendHealth, GenParams, Message, completion_text
-from assistant.backends.openai_server import OpenAIServer, request_error
+from assistant.backends.openai_server import OpenAIServer, request_error, upstream_refusal
 from assistant.backends.replicas import Replica
 from assistant.security.redaction import redact_text
 
@@ -135,7 +135,8 @@ class OpenAIBackend:
                 if chunk.get("error"):
                     error = chunk["error"]
                     message = error.get("message", error) if isinstance(error, dict) else error
-                    raise BackendError(redact_text(f"backend error at {replica.shown_url}: {message}"))
+                    raise upstream_refusal(replica.shown_url, error.get("code") if isinstance(error, dict) and
+                                           isinstance(error.get("code"), int) else None, message)
                 usage = chunk.get("usage")
                 if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
                     answer.completion_tokens = usage["completion_tokens"]

@@ -20,6 +20,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from assistant.backends.base import BackendBusy, BackendError, BackendHealth, Message, completion_text
@@ -66,12 +67,26 @@ def request_error(exc: Exception, where: str) -> BackendError:
         if exc.status_code in (429, 503):
             retry = exc.response.headers.get("retry-after", "")
             return BackendBusy(f"backend busy at {where}", retry_after=int(retry) if retry.isdigit() else 5)
-        return BackendError(redact_text(f"backend at {where} answered {exc.status_code}: {exc.message}"))
+        return upstream_refusal(where, exc.status_code, exc.message)
     if isinstance(exc, httpx.TimeoutException):  # a read that outlasted the timeout mid-stream
         return BackendError(f"backend timed out at {where}")
     if isinstance(exc, httpx.HTTPError):  # raised while reading a stream: the connection broke
         return BackendError(redact_text(f"backend connection lost at {where}: {type(exc).__name__}: {exc}"))
     return BackendError(redact_text(f"backend error at {where}: {exc}"))
+
+
+def upstream_refusal(where: str, status: int | None, body: Any) -> BackendError:
+    """The error a client is shown for a server's refusal: its status and a generic reason. The server's
+    own words (which may quote the key or the credentials it was sent) go to this server's log only,
+    redacted."""
+    log.warning("the backend at %s answered %s: %s", where, status if status is not None else "an error", redact_text(str(body)))
+    if status is None:
+        return BackendError(f"backend error at {where} while answering (the server log has its message)")
+    try:
+        reason = HTTPStatus(status).phrase
+    except ValueError:
+        reason = "error"
+    return BackendError(f"backend at {where} answered {status} {reason} (the server log has its message)")
 
 
 @dataclass
@@ -92,20 +107,21 @@ class OpenAIServer:
 
         self._httpx = httpx
         self.cfg = cfg
-        self.replicas = Replicas(base_urls(cfg), cfg.retry_unhealthy_s)
+        self.replicas = Replicas(base_urls(cfg), cfg.retry_unhealthy_s, cfg.api_key)
         timeout = httpx.Timeout(cfg.timeout_s, connect=cfg.connect_timeout_s)
         limits = pool_limits(cfg.max_connections)
         for replica in self.replicas.all:
             replica.client = openai.AsyncOpenAI(
                 base_url=replica.base_url,
                 api_key=cfg.api_key,
+                default_headers={"Authorization": replica.authorization},  # the one rule: upstream_auth.py
                 timeout=timeout,
                 max_retries=0,  # fail fast; the caller shows the error and the user may ask again
                 http_client=openai.DefaultAsyncHttpxClient(timeout=timeout, limits=limits),
             )
         self._http = httpx.Client(
             timeout=httpx.Timeout(min(cfg.timeout_s, 30.0), connect=cfg.connect_timeout_s),
-            headers={"Authorization": f"Bearer {cfg.api_key}"},
+            auth=self._authorize,
             limits=limits,
         )
         self._info: ServerInfo | None = None
@@ -116,6 +132,13 @@ class OpenAIServer:
         self._probed_window: int | None = None
         self._probe_lock = threading.Lock()
         self._tokens_per_byte = 0.0  # the most seen in an exact count (template included); 0 before one
+
+    def _authorize(self, request: Any) -> Any:
+        """The sync client's requests carry the Authorization of the replica they go to."""
+        url = str(request.url)
+        replica = next((r for r in self.replicas.all if url.startswith(r.root)), self.replicas.all[0])
+        request.headers["Authorization"] = replica.authorization
+        return request
 
     @property
     def tokenize_route(self) -> str | None:

@@ -14,12 +14,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from assistant.backends.upstream_auth import upstream_auth
 from assistant.security.redaction import redact_url
 
 
 @dataclass
 class Replica:
-    base_url: str  # the server's /v1 URL
+    base_url: str  # the server's /v1 URL, without credentials (upstream_auth.py)
+    authorization: str = "Bearer none"  # the Authorization header it is sent
     client: Any = None  # its openai.AsyncOpenAI client
     in_flight: int = 0
     served: int = 0  # requests sent to it so far
@@ -47,10 +49,11 @@ class Replica:
 
 
 class Replicas:
-    def __init__(self, urls: list[str], retry_after_s: float) -> None:
+    def __init__(self, urls: list[str], retry_after_s: float, api_key: str = "none") -> None:
         if not urls:
             raise ValueError("at least one base URL is needed")
-        self.all = [Replica(u.rstrip("/")) for u in dict.fromkeys(urls)]
+        auths = [upstream_auth(u.rstrip("/"), api_key) for u in dict.fromkeys(urls)]
+        self.all = [Replica(a.url, a.authorization) for a in auths]
         self.retry_after_s = retry_after_s
         self._ticks = itertools.count(1)
         self._lock = threading.Lock()

@@ -56,6 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_common(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--url", help="server to ask for its backend (default: the configured host and port)")
+    p.add_argument("--key", help="the API key to ask the server with (default: ASSISTANT_API_KEY, api_key in the config)")
     p.set_defaults(func=run_status)
 
     p = sub.add_parser("presets", help="list the named vLLM launch presets")
@@ -199,18 +200,23 @@ def run_plan(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_status(args: argparse.Namespace, settings: Settings) -> int:
-    from assistant.gpu.status import gpu_status, server_status
+    from assistant.gpu.status import ServerRefused, gpu_status, server_status
     from assistant.security.redaction import redact_url
 
     gpus = gpu_status()
     host = settings.server.host if settings.server.host not in ("0.0.0.0", "::") else "127.0.0.1"
     url = args.url or f"http://{host}:{settings.server.port}"
-    server = server_status(url)
+    refused: int | None = None
+    try:
+        server = server_status(url, key=args.key or settings.api_key)
+    except ServerRefused as exc:
+        server, refused = None, exc.status
     url = redact_url(url)  # shown from here on: a token in the URL stays off the screen
     out = {
         "gpus": gpus,
         "server": url,
-        "server_reachable": server is not None,
+        "server_reachable": server is not None or refused is not None,
+        "server_refused": refused,  # 401: a key is needed (or was wrong); 403: the key may not read the status
         "backend": (server or {}).get("backend"),
         "search_processes": (server or {}).get("search_processes"),  # retrieval.search_processes, when set
         "model": answering_model(settings),  # what these settings answer with; `backend.model` is what the server says
@@ -237,7 +243,11 @@ def run_status(args: argparse.Namespace, settings: Settings) -> int:
             )
         console.print(table)
     console.print(terminal_safe(model_line(out["model"]), multiline=True, markup=True), soft_wrap=True)
-    if server is None:
+    if refused is not None:
+        why = "a valid API key is needed" if refused == 401 else "this key may not read the server's status"
+        console.print(terminal_safe(f"server {url} answers, and refused ({refused}): {why}; give one with --key or "
+                                    "ASSISTANT_API_KEY", markup=True))
+    elif server is None:
         console.print(terminal_safe(f"server: nothing answers at {url}", markup=True))
     else:
         backend = dict(out["backend"] or {}) if isinstance(out["backend"], dict) else {"reported": out["backend"]}

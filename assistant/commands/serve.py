@@ -55,6 +55,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from assistant.app import create_app
 
     from assistant.security.access import check_bind
+    from assistant.security.slow_clients import uvicorn_options
     from assistant.commands.serve_worker import start_worker, stop_worker
     from indexes.db import make_engine
 
@@ -68,7 +69,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     print(f"assistant: serving on http://{host}:{port}/  (data: {settings.data_dir}, backend: {settings.backend})", flush=True)
     worker = start_worker(settings)
     try:
-        uvicorn.run(app, host=host, port=port, log_level=settings.log_level.lower(), access_log=False)
+        uvicorn.run(app, host=host, port=port, log_level=settings.log_level.lower(), access_log=False,
+                    **uvicorn_options(settings.server))
     finally:
         stop_worker(worker)
     return 0

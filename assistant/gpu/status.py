@@ -53,15 +53,27 @@ def gpu_status(facts: Facts | None = None) -> list[dict[str, Any]]:
     return [gpu_row(g) for g in gpus]
 
 
-def server_status(url: str, timeout_s: float = 2.0) -> dict[str, Any] | None:
-    """A running server's /api/status, or None when nothing answers there."""
+class ServerRefused(Exception):
+    """The server answered, and refused: a key is needed (401), or the key lacks the right (403)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+def server_status(url: str, timeout_s: float = 2.0, key: str = "") -> dict[str, Any] | None:
+    """A running server's /api/status (asked with `key` when given), None when nothing answers there;
+    ServerRefused when it answers 401 or 403."""
     import httpx
 
     target = url.rstrip("/")
     if not target.endswith("/api/status"):
         target += "/api/status"
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
-        response = httpx.get(target, timeout=timeout_s)
+        response = httpx.get(target, timeout=timeout_s, headers=headers)
+        if response.status_code in (401, 403):
+            raise ServerRefused(response.status_code)
         response.raise_for_status()
         data = response.json()
     except (httpx.HTTPError, ValueError):

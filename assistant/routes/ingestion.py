@@ -17,16 +17,18 @@ from litestar import Request, delete, post
 from litestar.datastructures import UploadFile
 from litestar.exceptions import NotFoundException, PermissionDeniedException, ValidationException
 from pydantic import BaseModel, Field
+from sqlalchemy.exc import OperationalError
 
 from indexes.jobs import Jobs
 from indexes.maintenance import tombstone_collection
 from indexes.models import Document
+from indexes.no_space import is_no_space
 
 from assistant.security.access import Identity, scoped
 from assistant.routes.deps import RowId, check_name, require_collection
 from assistant.routes.errors import coded
 from assistant.services import Services
-from assistant.security.uploads import MB, PayloadTooLarge, bounded_receive, checked_names, save_all
+from assistant.security.uploads import MB, InsufficientStorage, PayloadTooLarge, bounded_receive, checked_names, save_all
 
 
 class SourceRequest(BaseModel):
@@ -94,11 +96,18 @@ async def upload_documents(request: Request, services: Services, identity: Ident
         if not files:
             raise coded(ValidationException("no files in the request (send them as multipart/form-data)"), "upload_no_files")
         names = checked_names(files)  # every name, before anything is written
-        saved = await to_thread.run_sync(save_all, files, names, uploads_dir(services, name), limit)
+        file_limit = int(services.settings.ingest.max_file_mb * MB)
+        saved = await to_thread.run_sync(save_all, files, names, uploads_dir(services, name), limit, file_limit)
     finally:
         for f in files:
             await f.close()
-    result = await to_thread.run_sync(enqueue, services, name, [str(p) for p in saved], "upload", identity.key_id)
+    try:
+        result = await to_thread.run_sync(enqueue, services, name, [str(p) for p in saved], "upload", identity.key_id)
+    except OperationalError as exc:
+        if not is_no_space(exc):
+            raise
+        raise InsufficientStorage("the server's disk is full: the files were saved but their ingestion could not be "
+                                  "queued; send them again once space is freed") from None
     return {**result, "files": [p.name for p in saved]}
 
 

@@ -6,6 +6,7 @@ The tools reach the services through app.state, where the app's own lifespan put
 
 from __future__ import annotations
 
+import json
 from contextlib import asynccontextmanager
 from typing import AsyncIterator, Callable
 
@@ -20,6 +21,19 @@ from assistant.services import Services
 from assistant.settings import Settings
 
 MCP_PATH = "/mcp"
+# Stateless streamable HTTP: no stream opened by GET for the server's own messages, and no session to end
+# with DELETE. The MCP spec's answer to both is 405 (the package would hold a GET's stream open forever).
+NO_STREAM_METHODS = frozenset({"GET", "DELETE"})
+
+
+async def method_not_allowed(send: Send) -> None:
+    """405 with `Allow: POST` and the app's JSON error body."""
+    body = json.dumps({"status_code": 405, "detail": "this MCP server is stateless: send each request as a POST",
+                       "code": "method_not_allowed"}).encode()
+    await send({"type": "http.response.start", "status": 405,
+                "headers": [(b"content-type", b"application/json"), (b"allow", b"POST"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def mcp_mount(settings: Settings) -> tuple[list[ASGIRouteHandler], list[Callable]]:
@@ -47,6 +61,9 @@ def mcp_mount(settings: Settings) -> tuple[list[ASGIRouteHandler], list[Callable
     # scope and collections with the identity the guard left in the scope (assistant/mcp_api/server.py).
     @asgi(MCP_PATH, is_mount=True, copy_scope=True, opt=scoped("read"))
     async def mcp(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("method") in NO_STREAM_METHODS:
+            await method_not_allowed(send)
+            return
         await manager.handle_request(scope, receive, send)
 
     @asynccontextmanager

@@ -50,7 +50,7 @@ INLINE_TYPES = {
     "gif": "image/gif",
     "webp": "image/webp",
 }
-TEXT_TYPE = "text/plain; charset=utf-8"
+TEXT_TYPE = "text/plain"  # Litestar adds `; charset=utf-8` to every text/* type it sends
 TEXT_KINDS = frozenset({
     "txt", "md", "markdown", "rst", "py", "js", "ts", "tsx", "jsx", "go", "rs", "java", "c", "h", "cpp", "hpp",
     "cs", "rb", "php", "sh", "toml", "yaml", "yml", "json", "ini", "cfg", "csv", "sql", "html", "htm", "xml",
@@ -140,10 +140,9 @@ def chunk_context(services: Services, identity: Identity, chunk_id: int, neighbo
     """The chunk (with `also`, the other chunks of its source: those of its document count) among its
     neighbours, and the passage they make."""
     found = document_of_chunk(services.store, chunk_id)
-    if found is None or deleted(found[0]):
+    if found is None or deleted(found[0]) or not identity.can_use(found[0].collection):  # ids cannot be probed
         raise NotFoundException(f"no chunk {chunk_id}")
     doc, ordinal = found
-    identity.check_collection(doc.collection)
     ordinals = [ordinal, *ordinals_of(services.store, doc.document_id, also or [])]
     p = passage(services.store, doc, ordinals, neighbours)
     targets = [c for c in p.chunks if c.chunk_id in p.targets]
@@ -160,9 +159,8 @@ def chunk_context(services: Services, identity: Identity, chunk_id: int, neighbo
 def original_file(services: Services, identity: Identity, document_id: int) -> tuple[Path, DocumentRef]:
     """The document's file on disk, when it still lies inside the root it was ingested from."""
     doc = document_by_id(services.store, document_id)
-    if doc is None or deleted(doc):
+    if doc is None or deleted(doc) or not identity.can_use(doc.collection):  # another's id is as good as none
         raise NotFoundException(f"no document {document_id}")
-    identity.check_collection(doc.collection)
     if not doc.root:
         raise NotFoundException(f"document {document_id} has no original file on this server")
     if not root_in_place(doc.root):  # resolving it now would follow a link swapped in for the folder
@@ -213,7 +211,7 @@ async def document_file(
     a text file as a page of numbered lines anchored #L<n>, those lines marked."""
     path, doc = await to_thread.run_sync(original_file, services, identity, document_id)
     if lines is not None and (page := await to_thread.run_sync(lines_view, path, doc, lines)) is not None:
-        return Response(page, media_type="text/html; charset=utf-8", headers=LINES_HEADERS)
+        return Response(page, media_type="text/html", headers=LINES_HEADERS)
     media_type, disposition = content_type(doc.kind, path.name)
     return File(path=path, filename=path.name, media_type=media_type, content_disposition_type=disposition,
                 headers=FILE_HEADERS)

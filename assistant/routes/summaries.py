@@ -36,9 +36,8 @@ async def summarize(
     except ValidationError as exc:
         raise ValidationException("invalid summary request", extra=exc.errors(include_url=False, include_input=False)) from None
     doc = await to_thread.run_sync(get_document_info, services.store.engine, document_id)
-    if doc is None or doc.collection.startswith("~"):
+    if doc is None or not identity.can_use(doc.collection):  # deleted, or another's: as good as none
         raise NotFoundException(f"unknown document: {document_id}")
-    identity.check_collection(doc.collection)
     s = services.settings
     events = summary_events(services.store.engine, doc, services.backend, s.summary, s.generation.margin_tokens,
                             refresh=request.refresh)  # fmt: skip

@@ -23,7 +23,7 @@ from litestar.connection import ASGIConnection
 from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
 from litestar.handlers.base import BaseRouteHandler
 
-from indexes.apikeys import ALL_COLLECTIONS, find_key, active_key_count
+from indexes.apikeys import ALL_COLLECTIONS, KeyGrant, find_key, active_key_count
 
 from assistant.settings import Settings
 
@@ -140,10 +140,22 @@ def bearer_token(connection: ASGIConnection) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
+def key_grant(connection: ASGIConnection, token: str) -> KeyGrant | None:
+    """The grant of the key sent, looked up once per request (the rate limit and the guard both ask)."""
+    cached = connection.scope.get("key_grant")
+    if cached is not None and cached[0] == token:
+        return cached[1]
+    grant = find_key(connection.app.state.services.store.engine, token)
+    connection.scope["key_grant"] = (token, grant)  # type: ignore[typeddict-unknown-key]
+    return grant
+
+
 def rate_limit_identifier(connection: ASGIConnection) -> str:
-    """Whom a rate limit counts: the key sent (hashed, never kept), else the client address."""
+    """Whom a rate limit counts: a valid key (hashed, never kept), else the client address. A token that
+    is no active key counts against the address it came from, so that a fresh invalid token per request
+    does not get a fresh allowance each time."""
     token = bearer_token(connection)
-    if token:
+    if token and key_grant(connection, token) is not None:
         return "key:" + hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()[:32]
     return "addr:" + (connection.client.host if connection.client else "unknown")
 
@@ -163,7 +175,7 @@ def resolve_identity(connection: ASGIConnection) -> Identity:
                                                                           f"; {CREATE_KEY_HINT}"),
             headers={"WWW-Authenticate": "Bearer"},
         )
-    grant = find_key(engine, token)
+    grant = key_grant(connection, token)
     if grant is None:
         raise NotAuthorizedException("unknown or revoked API key", headers={"WWW-Authenticate": "Bearer"})
     return Identity(grant.key_id, grant.name, grant.scopes, grant.collections)

@@ -7,6 +7,8 @@ is meant) and loses its user, password, every query value and its fragment.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 import re
 from pathlib import Path
@@ -24,8 +26,15 @@ SCHEME = r"[a-zA-Z][a-zA-Z0-9+.-]*://"
 URL_IN_TEXT = re.compile(SCHEME + r"(?:[^\s'\"<>`,]|,(?!\s*" + SCHEME + r"))+")
 SENTENCE_END = ".,;:!?)]}"
 BEARER = re.compile(r"(?i)\b(bearer\s+)\S+")
+BASIC = re.compile(r"(?i)\b(basic\s+)([A-Za-z0-9+/=_-]{4,})")  # Basic auth: base64 of user:password
 OUR_KEYS = re.compile(r"\brag_[A-Za-z0-9_-]{8,}")
 SECRET_FLAGS = re.compile(r"(?i)(--?(?:api[-_]?key|token|password|secret)[= ]+)(\S+)")
+SK_KEYS = re.compile(r"\bsk-[A-Za-z0-9_*-]{3,}")  # OpenAI-style keys (sk-..., sk-proj-...), also half-masked
+# A long token-shaped word (an API key, a session token): 32+ letters, digits, `_` and `-`, mixing upper
+# case, lower case and at least three digits. Hex digests (no upper case), words and paths do not match.
+TOKEN_CHAR = r"[A-Za-z0-9_-]"
+LONG_TOKEN = re.compile(rf"(?<!{TOKEN_CHAR})(?=[A-Za-z0-9_-]*[a-z])(?=[A-Za-z0-9_-]*[A-Z])"
+                        rf"(?=(?:[A-Za-z_-]*[0-9]){{3}}){TOKEN_CHAR}{{32,}}(?!{TOKEN_CHAR})")
 
 
 def redact_url(url: str) -> str:
@@ -68,13 +77,26 @@ def redact_urls(text: str) -> str:
 
 
 def redact_text(text: str) -> str:
-    """Free text (a log line, an error, a command line) with keys, bearer tokens, URL credentials and URL
-    query values hidden."""
+    """Free text (a log line, an error, a command line) with keys, Bearer and Basic credentials, `sk-` and
+    other long token shapes, URL credentials and URL query values hidden."""
     text = redact_urls(text)
     text = URL_CREDENTIALS.sub(lambda m: m["scheme"] + HIDDEN + "@", text)
     text = BEARER.sub(lambda m: m[1] + HIDDEN, text)
+    text = BASIC.sub(lambda m: m[1] + HIDDEN if is_basic_credential(m[2]) else m[0], text)
+    text = SK_KEYS.sub("sk-" + HIDDEN, text)
+    text = LONG_TOKEN.sub(HIDDEN, text)
     text = SECRET_FLAGS.sub(lambda m: m[1] + HIDDEN, text)
     return OUR_KEYS.sub("rag_" + HIDDEN, text)
+
+
+def is_basic_credential(value: str) -> bool:
+    """Whether a word after `Basic` is base64 of `user:password` (not the word of "a basic setup")."""
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), altchars=b"-_" if "-" in value or "_" in value else None,
+                                   validate=True)
+    except (ValueError, binascii.Error):
+        return False
+    return b":" in decoded
 
 
 SECRET_FLAG_ALONE = re.compile(r"(?i)--?(?:api[-_]?key|token|password|secret)")

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from litestar.datastructures import UploadFile
-from litestar.exceptions import ClientException, ValidationException
+from litestar.exceptions import ClientException, HTTPException, ValidationException
+
+from indexes.no_space import is_no_space
 
 from assistant.security.error_codes import coded
 
@@ -23,6 +25,8 @@ MB = 1024 * 1024
 MAX_NAME_BYTES = 200
 PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 STAGING_PREFIX = ".staging-"
+QUOTED_VALUE = re.compile(r'"(.*?)"\s*(?:;|$)', re.DOTALL)  # up to the quote that ends the parameter
+RAW_FILENAME = re.compile(r";\s*filename\s*=(.*)$", re.IGNORECASE | re.DOTALL)  # `filename*=` is another parameter
 
 
 class PayloadTooLarge(ClientException):
@@ -56,6 +60,21 @@ def too_large(limit: int) -> PayloadTooLarge:
                  "upload_too_large")
 
 
+def sent_name(upload: UploadFile) -> Any:
+    """The file name as the client wrote it in the part's Content-Disposition, before the multipart
+    parser's repairs (which cut `C:\\x.md` to `x.md` and `"a"b.md"` to `a`): those names are refused,
+    not rewritten. The parsed name when the header cannot be read."""
+    header = next((v for k, v in (upload.headers or {}).items() if k.lower() == "content-disposition"), "")
+    found = RAW_FILENAME.search(header)
+    if found is None:
+        return upload.filename
+    value = found[1].strip()
+    quoted = QUOTED_VALUE.match(value)
+    if quoted is not None:
+        return quoted[1]
+    return value.split(";", 1)[0].strip()
+
+
 def check_upload_name(raw: Any) -> str:
     """The file name as given, when it is a plain name; else a 400 that says what is wrong with it."""
     name = raw if isinstance(raw, str) else ""
@@ -64,6 +83,9 @@ def check_upload_name(raw: Any) -> str:
         raise refused(f"unusable file name {shown}", "upload_name_unusable", name)
     if "/" in name or "\\" in name:
         raise refused(f"file name {shown} names a folder: send the file's own name", "upload_name_folder", name)
+    if '"' in name or ":" in name:
+        raise refused(f"file name {shown} holds '\"' or ':', which name no plain file on every system",
+                      "upload_name_unusable", name)
     if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in name):
         raise refused(f"file name {shown} holds control or invisible formatting characters "
                       "(NUL, line breaks, right-to-left overrides ...)", "upload_name_control", name)
@@ -80,7 +102,7 @@ def check_upload_name(raw: Any) -> str:
 
 
 def checked_names(files: list[UploadFile]) -> list[str]:
-    names = [check_upload_name(f.filename) for f in files]
+    names = [check_upload_name(sent_name(f)) for f in files]
     seen: set[str] = set()
     for n in names:
         if n.casefold() in seen:
@@ -89,21 +111,33 @@ def checked_names(files: list[UploadFile]) -> list[str]:
     return names
 
 
-def save_all(files: list[UploadFile], names: list[str], folder: Path, limit: int) -> list[Path]:
+def save_all(files: list[UploadFile], names: list[str], folder: Path, limit: int, file_limit: int) -> list[Path]:
     """Write every file into a staging folder beside `folder`, then move them all in; on any failure
-    nothing is left behind (a same-named earlier upload is replaced only on success)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    staging = folder.parent / f"{STAGING_PREFIX}{folder.name}-{uuid.uuid4().hex}"
-    staging.mkdir()
+    nothing is left behind (a same-named earlier upload is replaced only on success).
+
+    A file over `file_limit` (ingest.max_file_mb; a zip is unpacked and its members held to it instead) is
+    refused here, as ingestion would skip it anyway; a full disk is a 507 that says so."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        staging = folder.parent / f"{STAGING_PREFIX}{folder.name}-{uuid.uuid4().hex}"
+        staging.mkdir()
+    except OSError as exc:
+        raise no_space(exc) from None
     try:
         total = 0
         for upload, name in zip(files, names):
+            size = 0
             with open(staging / name, "xb") as out:
                 upload.file.seek(0)
                 while chunk := upload.file.read(MB):
                     total += len(chunk)
+                    size += len(chunk)
                     if total > limit:
                         raise too_large(limit)
+                    if size > file_limit and not name.lower().endswith(".zip"):
+                        raise coded(PayloadTooLarge(f"{name!r} is larger than {file_limit / MB:.1f} MB (ingest.max_file_mb): "
+                                                    "ingestion would skip it", extra={"name": name[:80], "limit_mb": round(file_limit / MB, 1)}),
+                                    "upload_file_too_large")
                     out.write(chunk)
         saved = []
         for name in names:
@@ -111,5 +145,22 @@ def save_all(files: list[UploadFile], names: list[str], folder: Path, limit: int
             (staging / name).replace(target)
             saved.append(target.resolve())
         return saved
+    except OSError as exc:
+        raise no_space(exc) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+class InsufficientStorage(HTTPException):
+    """507: the server's disk is full."""
+
+    status_code = 507
+    code = "no_space"
+
+
+def no_space(exc: OSError) -> Exception:
+    """A full disk as a 507 with the reason; any other OSError as it was."""
+    if is_no_space(exc):
+        return InsufficientStorage("the server's disk is full: nothing of this upload was kept; "
+                                   "send it again once space is freed")
+    return exc

@@ -14,6 +14,7 @@ import threading
 import uuid
 
 import httpx
+import numpy as np
 import pytest
 
 from assistant.app import create_app
@@ -21,6 +22,7 @@ from assistant.services import Services
 from evals.local_server import serve_in_thread
 from indexes.jobs import Jobs
 from indexes.store import Store
+from indexes.vectors import VectorOptions
 from ingest.worker import Worker
 from tests.support.sse import parse_sse
 from tests.support.stores import write_pages
@@ -203,3 +205,73 @@ def test_a_worker_waits_out_a_full_disk_and_then_runs_the_job(tmp_path, small_di
         worker.stop.set()
         thread.join(30)
         worker.store.close()
+
+
+def test_a_vector_index_saved_on_a_full_disk_leaves_no_file(small_disk):
+    """FAISS's own writer misses a failed flush and left an empty index behind as if saved."""
+    from indexes.vectors import VectorIndex
+
+    vectors = np.random.default_rng(0).random((2000, 64), dtype=np.float32)
+    index = VectorIndex.build(np.arange(2000), vectors, VectorOptions())
+    fill_disk(small_disk, leave_bytes=64 * 1024)
+    target = small_disk / "vectors" / "1.g1.faiss"
+    with pytest.raises(OSError) as raised:
+        index.save(target)
+    assert raised.value.errno == errno.ENOSPC
+    assert list(target.parent.iterdir()) == []
+
+
+@pytest.mark.slow
+async def test_upload_and_ingest_on_a_full_disk_say_so_and_a_retry_finishes(tmp_path, small_disk, settings_factory,
+                                                                           make_services, embedder):
+    """The full-disk probes through the API: an upload is 507 with nothing kept; a job the disk stops fails
+    its file with kind `no_space`, leaves no index file half-written and a sound store; once space is freed
+    `POST /api/jobs/{id}/retry` reads the file again and the job finishes."""
+    from litestar.testing import AsyncTestClient
+
+    settings = settings_factory(data_dir=small_disk / "data", ingest={"run_worker": False})
+    services = make_services(settings)
+    words = "the key of each room is kept in a drawer by the door of the office on this floor".split()
+    rng = np.random.default_rng(7)
+    text = "# Rooms\n\n" + "".join(" ".join(rng.choice(words, 120)) + ".\n\n" for _ in range(100)) + \
+        "The boiler is serviced every October.\n"  # ~50 KB: its chunks, full-text rows and vectors need ~200 KB
+    upload = {"headers": {"X-Requested-By": "test"}, "files": [("f", ("rooms.md", text.encode(), "text/markdown"))]}
+    uploads = settings.data_dir / "uploads"
+    worker = Worker(settings, store=services.store, embedder=embedder)
+    async with AsyncTestClient(app=create_app(settings, services)) as client:
+        fill_disk(small_disk, leave_bytes=0)
+        refused = await client.post("/api/collections/office/documents", **upload)
+        assert refused.status_code == 507 and refused.json()["code"] == "no_space", refused.text
+        assert "disk is full" in refused.json()["detail"]
+        assert not any(p.is_file() for p in uploads.rglob("*")) and not list(uploads.glob(".staging-*"))
+        assert Jobs(services.store.engine).list() == []
+        (small_disk / "filler").unlink()
+
+        queued = await client.post("/api/collections/office/documents", **upload)
+        assert queued.status_code == 202, queued.text
+        job_id = queued.json()["job"]
+        with services.store.engine.connect() as conn:  # the log's pages reused from its start: a write must grow it
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        fill_disk(small_disk, leave_bytes=128 * 1024)  # room for the job's own rows, not for the file's chunks
+        worker.run(once=True)
+        job = (await client.get(f"/api/jobs/{job_id}")).json()
+        files = (await client.get(f"/api/jobs/{job_id}/files")).json()
+        print(f"disk full: {json.dumps({k: job.get(k) for k in ('status', 'files_failed', 'error')})}")
+        assert job["status"] == "failed" and job["files_failed"] == 1 and "no space" in job["error"]
+        assert [(e["path"], e["kind"]) for e in job["errors"]] == [("rooms.md", "no_space")], job["errors"]
+        assert [f["state"] for f in files["files"]] == ["failed"]
+        vectors = settings.data_dir / "vectors"
+        assert all(p.suffix == ".faiss" and p.stat().st_size > 0 for p in vectors.glob("*")), list(vectors.glob("*"))
+        with services.store.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
+
+        (small_disk / "filler").unlink()
+        retried = await client.post(f"/api/jobs/{job_id}/retry")
+        assert retried.status_code == 202, retried.text
+        worker.run(once=True)
+        again = (await client.get(f"/api/jobs/{retried.json()['job']}")).json()
+        assert again["status"] == "done" and again["files_failed"] == 0, again
+        found = await client.get("/api/search", params={"q": "boiler serviced October", "collection": "office"})
+        assert found.status_code == 200 and "rooms.md" in found.text
+        with services.store.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"

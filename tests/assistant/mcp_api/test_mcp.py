@@ -305,6 +305,15 @@ def test_a_foreign_host_header_is_refused_on_loopback(http_url):
     assert httpx.post(f"{http_url}/mcp", json=body, headers=headers).status_code == 421
 
 
+def test_get_and_delete_on_the_stateless_mcp_door_are_405(http_url):
+    """The MCP spec for a server that offers no stream of its own and keeps no session: 405, at once (the
+    package's own GET answer is an event stream that never ends)."""
+    for method in ("GET", "DELETE"):
+        r = httpx.request(method, f"{http_url}/mcp", headers={"Accept": "text/event-stream"}, timeout=10)
+        assert r.status_code == 405 and r.headers["allow"] == "POST", (method, r.text)
+        assert r.json()["code"] == "method_not_allowed"
+
+
 async def test_mcp_off_leaves_no_mount(settings_factory, embedder):
     settings = settings_factory(server={"mcp": False})
     store = Store(settings.data_dir)

@@ -126,3 +126,19 @@ def test_keys_command_shows_a_key_once_and_stores_its_hash(tmp_path, capsys):
     assert secret.encode() not in (tmp_path / "store.db").read_bytes()
     assert cli("create", "bad", "--scope", "read") == 2  # names no collection
     assert cli("revoke", "ci") == 0 and cli("revoke", "ci") == 1
+
+
+async def test_a_fresh_invalid_token_per_request_shares_its_address_s_rate_limit(settings_factory, make_services):
+    """Failed authentications count against the client's address, whatever token each one sent; a valid
+    key from the same address keeps its own allowance."""
+    from litestar.testing import AsyncTestClient
+
+    settings = settings_factory(server={"rate_limit_per_minute": 5})
+    services = make_services(settings)
+    _, key = create_key(services.store.engine, "reader", ["read"], ["*"])
+    async with AsyncTestClient(app=create_app(settings, services)) as client:
+        statuses = [(await client.get("/api/collections", headers={"Authorization": f"Bearer rag_bad{i:04d}xyz"})).status_code
+                    for i in range(8)]
+        valid = await client.get("/api/collections", headers={"Authorization": f"Bearer {key}"})
+    assert statuses[:5] == [401] * 5 and statuses[5:] == [429] * 3
+    assert valid.status_code == 200

@@ -244,6 +244,18 @@ def may_pass(door: Door, who: str, w: World, collection: str) -> bool:
     return collection == OURS
 
 
+def addressed_by_id(door: Door) -> bool:
+    """A door that names a chunk or document by its id alone: an id of a collection the key may not use
+    answers as a missing id does (404), so that ids cannot be probed."""
+    return door.method != "MCP" and "{name" not in door.template and (
+        "{chunk_id" in door.template or "{document_id" in door.template)
+
+
+def holds_scopes(door: Door, who: str) -> bool:
+    scopes = set(KEY_SCOPES.get(who, ()))
+    return "admin" in scopes or all(n in scopes or (n == "read" and "ask" in scopes) for n in door.scopes)
+
+
 def mcp_refusal(r) -> str | None:
     """The message of an MCP tool error, or None for a result."""
     result = r.json().get("result") or {}
@@ -297,6 +309,12 @@ async def test_every_door_by_every_identity_on_both_collections(client, services
             continue
         if r.status_code in (401, 403) and not refused:
             failures.append(f"a refusal without a message: {where}")
+        if addressed_by_id(door) and holds_scopes(door, who) and not may_pass(door, who, world, collection):
+            if r.status_code != 404:
+                failures.append(f"an id of a collection the key may not use is not a 404: {where}")
+            if found := leaks(r):
+                failures.append(f"carries {found} of {THEIRS}: {where}")
+            continue
         if may_pass(door, who, world, collection):
             if refused is not None and (r.status_code in (401, 403) or door.method == "MCP"):
                 failures.append(f"refused though allowed: {where}")
@@ -346,3 +364,33 @@ async def test_the_mcp_door_refuses_another_collection_with_the_rest_api_s_words
         "search", {"query": "merger", "collection": THEIRS})).endswith(rest.json()["detail"])  # the same words
     listed = await call("list_collections", {})
     assert [c["name"] for c in json.loads(listed.json()["result"]["content"][0]["text"])["collections"]] == [OURS]
+
+
+async def test_an_id_of_another_collection_answers_as_a_missing_id(client, world):
+    """The id probes: for every door that names a chunk or a document by its id, a key of OURS gets for
+    THEIRS's id exactly what it gets for an id that does not exist (status, code, words but the number)."""
+    doors = [d for d in route_doors(client.app) if addressed_by_id(d)]
+    assert {d.template for d in doors} >= {"/api/chunks/{chunk_id:int}", "/api/chunks/{chunk_id:int}/context",
+                                            "/api/documents/{document_id:int}/file",
+                                            "/api/documents/{document_id:int}/summary"}
+    missing = {"chunk_id": 987654, "document_id": 987654}
+    probed = 0
+    for who in ("read", "ask", "ingest", "admin"):
+        auth = {"Authorization": f"Bearer {world.keys[who]}"}
+        for door in doors:
+            if not holds_scopes(door, who):
+                continue
+            method, url, kwargs = request_of(door, world, THEIRS)
+            theirs = await client.request(method, url, **{**kwargs, "headers": auth})
+            param = "chunk_id" if "{chunk_id" in door.template else "document_id"
+            gone = await client.request(method, door.template.replace("{" + param + ":int}", str(missing[param])),
+                                        **{**kwargs, "headers": auth})
+            assert gone.status_code == 404, (who, door.template, gone.text)
+            if who == "admin":
+                assert theirs.status_code == 200, (who, door.template, theirs.text)
+                continue
+            own_id = str(world.ids[THEIRS][param])
+            assert theirs.status_code == 404 and not leaks(theirs), (who, door.template, theirs.text)
+            assert theirs.json() == json.loads(gone.text.replace(str(missing[param]), own_id)), (who, door.template)
+            probed += 1
+    assert probed == 7  # read: 3 doors (the summary needs ask), ask: 4

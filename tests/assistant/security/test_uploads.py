@@ -121,3 +121,33 @@ def test_a_2gb_chunked_upload_is_cut_off_while_streaming(services):
     assert sent < 64 * 1024**2
     assert grown_mb < 200
     assert written(services) == []
+
+
+@pytest.mark.parametrize("sent", ['C:\\evil.md', '\\\\server\\share\\evil.md', 'a"b.md', 'evil.md:stream', 'C:evil.md'])
+async def test_a_name_the_multipart_parser_would_rewrite_is_refused_as_sent(client, services, sent):
+    """The header as a raw client writes it: the parser would save `C:\\evil.md` as `evil.md` (replacing
+    one) and `a"b.md` as `a`; the name is refused with its reason instead, and nothing is written."""
+    boundary = "b0undary"
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"f\"; filename=\"{sent}\"\r\n"
+            f"Content-Type: text/markdown\r\n\r\n# Evil\r\n--{boundary}--\r\n").encode()
+    r = await client.post("/api/collections/docs/documents", content=body,
+                          headers={**UPLOAD, "Content-Type": f"multipart/form-data; boundary={boundary}"})
+    assert r.status_code == 400, r.text
+    assert "names a folder" in r.json()["detail"] or "':'" in r.json()["detail"]
+    assert written(services) == [] and Jobs(services.store.engine).list() == []
+
+
+async def test_a_file_over_the_ingest_limit_is_refused_at_upload(settings_factory, make_services):
+    """One size story: a file that ingestion would skip (over ingest.max_file_mb) is refused at upload
+    with the reason, and nothing of it stays in uploads/; a zip is held to the limit member by member."""
+    from litestar.testing import AsyncTestClient
+
+    services = make_services(settings_factory(ingest={"max_upload_mb": 4, "max_file_mb": 1}))
+    big = b"# Big\n\n" + b"word " * 300_000  # 1.5 MB
+    async with AsyncTestClient(app=create_app(services.settings, services)) as client:
+        r = await client.post("/api/collections/docs/documents", headers=UPLOAD,
+                              files=[GOOD, ("files", ("big.md", big, "text/markdown"))])
+        assert r.status_code == 413 and "max_file_mb" in r.json()["detail"] and "big.md" in r.json()["detail"]
+        assert written(services) == [] and Jobs(services.store.engine).list() == []
+        ok = await client.post("/api/collections/docs/documents", headers=UPLOAD, files=[GOOD])
+        assert ok.status_code == 202 and written(services) == ["uploads/docs/notes.md"]
