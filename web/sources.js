@@ -48,7 +48,7 @@ function sourceCard(src, turnId, repeated = false) {
   card.dataset.chunks = (src.chunk_ids?.length ? src.chunk_ids : [src.chunk_id]).join(" ");
   card.dataset.url = src.url;
   if (src.cited) card.classList.add("cited");
-  const level = supportLevel(src.support);
+  const level = src.cited ? supportLevel(src.support) : null; // only a citation is judged on the card
   if (level) card.dataset.support = level;
 
   const head = el("div", "source-head");
@@ -62,7 +62,7 @@ function sourceCard(src, turnId, repeated = false) {
   open.setAttribute("aria-haspopup", "dialog");
   head.append(open);
   card.append(head);
-  const support = supportLine(src.support);
+  const support = src.cited ? supportLine(src.support) : null;
   if (support) card.append(support);
 
   const where = [src.path, locationOf(src), src.symbol].filter(Boolean).join(" · ");
@@ -76,7 +76,8 @@ function sourceCard(src, turnId, repeated = false) {
 }
 
 /**
- * The cards of one turn: the cited sources first, the rest under "also given to the model". With
+ * The cards of one turn: the cited sources first, the rest under "also given to the model" (under "closest
+ * passages, none cited" when the answer cites none: an answer saying the documents do not hold it). With
  * `pending` (the `retrieved` event: the answer is still being written) none is cited yet, and they are
  * listed quietly as retrieved. Cards drawn before are replaced in their place.
  */
@@ -89,7 +90,8 @@ export function renderSources(block, sources, turnId, { pending = false } = {}) 
   const repeated = (s) => paths.get(s.title || s.path).size > 1;
   const cited = sources.filter((s) => s.cited);
   const others = sources.filter((s) => !s.cited);
-  const othersKey = pending ? "src.retrieved" : "src.others";
+  // An answer that cites nothing (one that says the documents do not hold it) lists the closest passages.
+  const othersKey = pending ? "src.retrieved" : cited.length ? "src.others" : "src.closest";
   for (const [key, group, cls] of [["src.cited", cited, "cited-group"], [othersKey, others, "others-group"]]) {
     if (!group.length) continue;
     wrap.append(el("h3", `sources-title ${cls}`, t(key)));

@@ -265,7 +265,8 @@ class PreparedAnswer:
             yield error_event(exc)
             return
         check_ms = (time.perf_counter() - check_started) * 1000
-        cited = citations.cited if check_data["replaced"] else cited_numbers(fields["answer"])
+        # A replaced answer cites nothing: its sources are the closest passages, none of them cited.
+        cited = [] if check_data["replaced"] else cited_numbers(fields["answer"])
         yield Sources(source_dicts(prompt.sources_used, cited, check))
         asked = not isinstance(self.stream, Statement)  # a statement in the model's place read no prompt
         completion_tokens = getattr(self.stream, "completion_tokens", None)

@@ -14,7 +14,7 @@ E = TypeVar("E", bound=BaseException)
 BY_STATUS = {
     400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
     409: "conflict", 413: "too_large", 415: "unsupported_media_type", 429: "busy", 500: "internal_error",
-    503: "unavailable",
+    503: "unavailable", 507: "no_space",
 }
 
 STATUS = {

@@ -157,6 +157,9 @@ def test_a_replaced_answer_shows_the_model_answer_on_request_an_abstained_one_sa
     turn = ask(page, REPLACED[0])
     expect(turn.locator(".answer-block > .answer")).to_have_text(NOT_IN_DOCUMENTS["en"])
     expect(turn.locator(".answer-check.replaced")).to_be_visible()
+    # It cites nothing: its sources are the closest passages, with no verdict on them.
+    expect(turn.locator(".sources-title")).to_have_text(["Closest passages, none cited"])
+    expect(turn.locator(".source-card .source-support")).to_have_count(0)
     expect(turn.get_by_role("button", name="Show the model's answer anyway")).to_have_attribute("aria-expanded", "false")
     toggle = turn.locator(".show-model-answer")
     model = turn.locator(".model-answer")
