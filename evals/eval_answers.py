@@ -132,14 +132,11 @@ def score_answer(q: AnswerQuestion, answer: str, cited_paths: list[str], source_
 async def ask(q: AnswerQuestion, collection: str, asking: Any) -> dict[str, Any]:
     """One question through the ask use case (answers/ask.py, what every door runs) and its events, scored."""
     from assistant.answers.ask import AskError, Question
-    from assistant.answers.events import Done, Failed, Sources
     from assistant.answers.prompts import sources_shown
     from assistant.security.access import LOCAL_USER
 
     row: dict[str, Any] = {"question": q.question, "split": q.split, "unanswerable": q.unanswerable,
                            "source": "|".join(q.sources), "variant": q.variant}
-    cited: list[str] = []
-    done: dict[str, Any] = {}
     try:
         answering = await asking.open(LOCAL_USER, Question(q.question, (collection,)))
     except AskError as exc:
@@ -148,17 +145,11 @@ async def ask(q: AnswerQuestion, collection: str, asking: Any) -> dict[str, Any]
         return row
     used = answering.prepared.prompt.sources_used if answering.prepared.prompt else []
     texts, places = sources_shown(used)
-    try:
-        async for event in answering.events():
-            match event:
-                case Sources():
-                    cited = [s["path"] for s in event.sources if s.get("cited")]
-                case Done():
-                    done = event.data
-                case Failed(message=message):
-                    row["error"] = message
-    finally:
-        await answering.aclose()
+    got = await answering.outcome()
+    cited = [s["path"] for s in got.sources if s.get("cited")]
+    done = got.fields
+    if got.failed is not None:
+        row["error"] = got.failed.message
     answer = str(done.get("answer") or "")
     if (done.get("check") or {}).get("replaced"):  # the reader sees the statement of abstention, citing nothing
         row["model_cited"], cited = cited, []

@@ -215,7 +215,6 @@ async def answer_facts(questions: list[Question], details: list[dict], collectio
     """Generate an answer for each question with facts, through the ask use case (what every door runs);
     fact recall = facts found / facts expected."""
     from assistant.answers.ask import AskError, Question as Asked
-    from assistant.answers.events import Failed, Token
     from assistant.security.access import LOCAL_USER
 
     found_total = expected_total = 0
@@ -230,13 +229,11 @@ async def answer_facts(questions: list[Question], details: list[dict], collectio
             errors += 1
             d["error"] = exc.message
             continue
-        async for event in answering.events():
-            match event:
-                case Token(text=text):
-                    pieces.append(text)
-                case Failed(message=message):
-                    errors += 1
-                    d["error"] = message
+        got = await answering.outcome()
+        if got.failed is not None:
+            errors += 1
+            d["error"] = got.failed.message
+        pieces.append(got.text)
         text = "".join(pieces)
         found, expected = fact_recall(text, q.answer_facts)
         found_total += found

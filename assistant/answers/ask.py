@@ -24,7 +24,7 @@ from indexes.store import Store
 
 from assistant.answers.conversation import ConversationTurn, UnknownConversation
 from assistant.answers.document_question import DocumentNotAnswerable, UnknownDocument, find_document
-from assistant.answers.events import Event
+from assistant.answers.events import Done, Event, Failed, Sources, Token
 from assistant.answers.rag import AnswerPolicy, PreparedAnswer, prepare
 from assistant.answers.variants import NotLastQuestion, UnknownTurn
 from assistant.backends.base import Backend, BackendBusy
@@ -62,6 +62,37 @@ class Question:
 
 
 @dataclass
+class Outcome:
+    """What an answer's events said, gathered: for the doors that show the whole answer at its end."""
+
+    text: str = ""  # the token texts, as streamed
+    sources: list[dict] = field(default_factory=list)
+    done: Done | None = None
+    failed: Failed | None = None
+
+    def take(self, event: Event) -> None:
+        match event:
+            case Token(text=text):
+                self.text += text
+            case Sources(sources=sources):
+                self.sources = sources
+            case Done():
+                self.done = event
+            case Failed():
+                self.failed = event
+
+    @property
+    def answer(self) -> str:
+        """The answer as shown: `done`'s (checked, or the statement that replaced it), else what streamed."""
+        return self.done.answer if self.done is not None else self.text.strip()
+
+    @property
+    def fields(self) -> dict:
+        """`done`'s wire form ({} when the answer did not finish)."""
+        return self.done.data if self.done is not None else {}
+
+
+@dataclass
 class Answering:
     """A question on its way: the prepared answer, and what its events pass through (the conversation's
     record, the metrics, the count of answers in flight). Iterate `events()` once; `aclose()` aborts."""
@@ -87,6 +118,18 @@ class Answering:
         finally:
             self.counter.now -= 1
             await self.aclose()
+
+    async def outcome(self, on_token: Callable[[str], None] | None = None) -> Outcome:
+        """Every event taken, `on_token` told each piece of text as it comes (a terminal prints it)."""
+        gathered = Outcome()
+        try:
+            async for event in self.events():
+                if on_token is not None and isinstance(event, Token):
+                    on_token(event.text)
+                gathered.take(event)
+        finally:
+            await self.aclose()
+        return gathered
 
     async def aclose(self) -> None:
         """Close the events at once (a stopped turn is stored now, not when collected), then abort the

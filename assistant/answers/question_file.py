@@ -22,7 +22,6 @@ import anyio
 
 from assistant.answers import ask
 from assistant.answers.ask import Asking
-from assistant.answers.events import Done, Failed, Sources, Token
 from assistant.backends.base import Backend, Message
 from assistant.security.access import LOCAL_USER
 
@@ -168,7 +167,6 @@ def answer_tokens(backend: Backend, text: str) -> int:
 async def answer_question(asking: Asking, q: Question, collections: list[str], k: int | None) -> dict:
     """One output record: the answer, its sources and token usage, or the error."""
     started = time.perf_counter()
-    pieces: list[str] = []
     record: dict[str, Any] = {"id": q.id, "question": q.question}
     for attempt in range(BUSY_RETRIES):
         try:
@@ -179,26 +177,21 @@ async def answer_question(asking: Asking, q: Question, collections: list[str], k
                 continue
             record["error"] = f"{exc.message} ({exc.code})"
             break
-        try:
-            async for event in answering.events():
-                match event:
-                    case Token(text=text):
-                        pieces.append(text)
-                    case Sources():
-                        record["sources"] = event.sources
-                    case Done():
-                        record["answer"] = event.answer
-                        record["model"] = event.model
-                        tokens = event.completion_tokens
-                        if tokens is None:
-                            tokens = await anyio.to_thread.run_sync(answer_tokens, asking.backend, event.answer)
-                        record["usage"] = {"prompt_tokens": event.prompt_tokens, "completion_tokens": tokens}
-                    case Failed(message=message):
-                        record["error"] = message
-        finally:
-            await answering.aclose()
+        got = await answering.outcome()
+        if got.sources:
+            record["sources"] = got.sources
+        if got.done is not None:
+            done = got.done
+            tokens = done.completion_tokens
+            if tokens is None:
+                tokens = await anyio.to_thread.run_sync(answer_tokens, asking.backend, done.answer)
+            record.update(answer=done.answer, model=done.model,
+                          usage={"prompt_tokens": done.prompt_tokens, "completion_tokens": tokens})
+        if got.failed is not None:
+            record["error"] = got.failed.message
+        record.setdefault("answer", got.answer)
         break
-    record.setdefault("answer", "".join(pieces).strip())
+    record.setdefault("answer", "")
     record.setdefault("sources", [])
     record["seconds"] = round(time.perf_counter() - started, 3)
     return record

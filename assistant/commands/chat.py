@@ -21,7 +21,6 @@ from indexes.turn_groups import latest_variants
 from assistant.backends.registry import backend_names
 from assistant.answers.ask import AskError, Question
 from assistant.answers.conversation import UnknownConversation, collections_of, require_conversation
-from assistant.answers.events import Done, Failed, Sources, Token
 from assistant.commands.query import ask_failure, check_notice, fail, source_line
 from assistant.security.access import LOCAL_USER
 from assistant.services import Services
@@ -137,23 +136,10 @@ async def ask_in_conversation(
         return 1
     if answering.query != question:
         console.print(Text(f"searching for: {terminal_safe(answering.query)}", style="dim"))
-    sources: list[dict] = []
-    done: dict = {}
-    failed = False
-    try:
-        async for event in answering.events():
-            match event:
-                case Token(text=text):
-                    console.print(Text(terminal_safe(text, multiline=True)), end="")
-                case Sources():
-                    sources = event.sources
-                case Done():
-                    done = event.data
-                case Failed(code=code, message=message):
-                    console.print(Text(f"\nerror: {terminal_safe(message, multiline=True)} ({code})", style="red"))
-                    failed = True
-    finally:
-        await answering.aclose()
+    got = await answering.outcome(on_token=lambda text: console.print(Text(terminal_safe(text, multiline=True)), end=""))
+    sources, done, failed = got.sources, got.fields, got.failed is not None
+    if got.failed is not None:
+        console.print(Text(f"\nerror: {terminal_safe(got.failed.message, multiline=True)} ({got.failed.code})", style="red"))
     console.print()
     if notice := check_notice(done):
         console.print(Text(terminal_safe(notice, multiline=True), style="yellow"))

@@ -16,7 +16,6 @@ from indexes.location import Location
 from indexes.terminal_text import terminal_safe
 
 from assistant.answers.ask import AskError, Question
-from assistant.answers.events import Done, Failed, Sources, Token
 from assistant.answers.source_view import hit_to_source
 from assistant.backends.registry import backend_names
 from assistant.security.access import LOCAL_USER
@@ -143,23 +142,14 @@ async def stream_answer(services: Services, args: argparse.Namespace) -> int:
         answering = await services.asking.open(LOCAL_USER, question)
     except AskError as exc:
         return fail(ask_failure(exc, services))
-    pieces: list[str] = []
-    sources: list[dict] = []
-    done: dict = {}
-    error = None
-    async for event in answering.events():
-        match event:
-            case Token(text=text):
-                pieces.append(text)
-                if not args.json:
-                    print(terminal_safe(text, multiline=True), end="", flush=True)
-            case Sources():
-                sources = event.sources
-            case Done():
-                done = event.data
-            case Failed(code=code, message=message):
-                error = f"{message} ({code})"
-    text = done.get("answer", "".join(pieces))
+
+    def shown(text: str) -> None:
+        if not args.json:
+            print(terminal_safe(text, multiline=True), end="", flush=True)
+
+    got = await answering.outcome(on_token=shown)
+    text, sources, done = got.answer, got.sources, got.fields
+    error = f"{got.failed.message} ({got.failed.code})" if got.failed is not None else None
     if args.json:
         out = {"answer": text, "sources": sources}
         for key in ("check", "model_answer", "document_mode", "document"):

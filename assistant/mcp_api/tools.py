@@ -23,7 +23,6 @@ from indexes.retrieve import Hit
 
 from assistant.security.access import AccessDenied, Identity, authorize
 from assistant.answers.ask import AskError, Question
-from assistant.answers.events import Done, Failed, Sources, Token
 from assistant.services import Services
 
 MAX_K = 50
@@ -201,27 +200,15 @@ async def ask(
         answering = await services.asking.open(identity, asked)
     except AskError as exc:
         raise tool_error(exc, services, identity) from None
-    pieces: list[str] = []
-    sources: list[dict] = []
-    done: dict = {}
-    try:
-        async for event in answering.events():
-            match event:
-                case Token(text=text):
-                    pieces.append(text)
-                case Sources():
-                    sources = event.sources
-                case Done():
-                    done = event.data
-                case Failed(code=code, message=message):
-                    raise ToolCallError(f"the answer failed: {message} ({code})")
-    finally:
-        await answering.aclose()
+    got = await answering.outcome()
+    if got.failed is not None:
+        raise ToolCallError(f"the answer failed: {got.failed.message} ({got.failed.code})")
+    sources, done = got.sources, got.fields
     roots = reading.document_roots(services.store, [s["document_id"] for s in sources])
     result = {
         "question": question.strip(),
         "collection": answering.collections[0],
-        "answer": done.get("answer", "".join(pieces).strip()),
+        "answer": got.answer,
         "sources": [hit_result(identity, s, roots) for s in sources],
         "model": done.get("model"),
         "check": done.get("check"),

@@ -6,6 +6,7 @@ collection is refused with the same code on every door."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import re
 
@@ -44,12 +45,13 @@ async def answers_done(client) -> float:
     return float(found.group(1)) if found else 0.0
 
 
-def cli_ask(settings, capsys, *extra: str) -> tuple[int, dict | str]:
+async def cli_ask(settings, capsys, *extra: str) -> tuple[int, dict | str]:
+    """`assistant ask --json` as the command runs it (its own services and event loop, in a thread here)."""
     args = argparse.Namespace(question=QUESTION, collection=["handbook"], k=None, path=[], kind=[], document=None,
                               json=True)
     for flag, value in zip(extra[::2], extra[1::2]):
         setattr(args, flag, value)
-    code = run_ask(args, settings)
+    code = await asyncio.to_thread(run_ask, args, settings)
     out, err = capsys.readouterr()
     return code, (json.loads(out) if code == 0 else err)
 
@@ -64,7 +66,7 @@ async def test_the_same_question_gets_the_same_answer_on_every_door(client, serv
     assert await answers_done(client) == counted + 2
     mcp = await tools.ask(services, LOCAL_USER, QUESTION, collection="handbook")
     assert await answers_done(client) == counted + 3, "the MCP tool is counted like the other doors"
-    code, cli = cli_ask(services.settings, capsys)
+    code, cli = await cli_ask(services.settings, capsys)
     assert code == 0
 
     answer = events["done"]["answer"]
@@ -90,7 +92,7 @@ async def test_unknown_things_are_refused_with_one_code_on_every_door(client, se
         assert (r.status_code, r.json()["error"]["code"]) == (404, code)
         with pytest.raises(ToolCallError, match=rf"\({code}\)$"):
             await tools.ask(services, LOCAL_USER, QUESTION, **mcp)
-        status, err = cli_ask(services.settings, capsys, *cli)
+        status, err = await cli_ask(services.settings, capsys, *cli)
         assert status == 2 and f"({code})" in err
 
     # A conversation: the HTTP doors take its id (the terminal's `chat` resumes one by id, refused the same).
