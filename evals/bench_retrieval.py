@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from indexes.embed import Embedder
-from indexes.factory import RetrievalConfig, embedder_from, retriever_from, vector_options_from
+from indexes.factory import embedder_from, retriever_from, vector_options_from
+from indexes.settings import RetrievalSettings
 from indexes.location import Location
 from indexes.retrieve import Retriever
 from indexes.search_processes import SearchProcesses
@@ -60,7 +61,7 @@ class QueryEmbedder:
         return self.vectors[query]
 
 
-def worker_retriever(data_dir: Path, config: RetrievalConfig, embedder_config: Any,
+def worker_retriever(data_dir: Path, config: RetrievalSettings, embedder_config: Any,
                      vectors: dict[str, np.ndarray]) -> Retriever:
     """A search process's retriever over the synthetic collection: the real embedder runs on each query, the
     query's synthetic vector is searched (QueryEmbedder), as in this process."""
@@ -218,7 +219,7 @@ def cold_start(data_dir: Path, options: VectorOptions) -> dict:
     return out
 
 
-def postgres_latency(store: Store, data_dir: Path, database_url: str, config: RetrievalConfig, query_embedder,
+def postgres_latency(store: Store, data_dir: Path, database_url: str, config: RetrievalSettings, query_embedder,
                      texts: list[str], options: VectorOptions, log: Callable[[str], None]) -> dict:
     """The same collection copied into PostgreSQL (an empty database, or one holding this copy) and
     searched through a replica's own derived indexes, built on its first search."""
@@ -247,7 +248,7 @@ def disk_mb(path: Path) -> float:
     return round(sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20, 1)
 
 
-def bench_size(n: int, embedder: Embedder, config: RetrievalConfig, *, queries: int = 300,
+def bench_size(n: int, embedder: Embedder, config: RetrievalSettings, *, queries: int = 300,
                work: Path, log: Callable[[str], None], nprobes: list[int], database_url: str = "",
                bursts: list[int] | None = None, embedder_config: Any = None) -> dict:
     data_dir = work / f"n{n}"
@@ -277,7 +278,7 @@ def bench_size(n: int, embedder: Embedder, config: RetrievalConfig, *, queries: 
         result["ann"] = ann_recall(store, qvecs, nprobes)
         # The SQLite store searches its own FTS5 tables whichever lexical search PostgreSQL's side uses.
         sqlite_config = config
-        if getattr(config, "lexical", "auto") == "postgres":
+        if config.lexical == "postgres":
             sqlite_config = config.model_copy(update={"lexical": "auto"})
         retriever = retriever_from(sqlite_config, store, QueryEmbedder(embedder, dict(zip(texts, qvecs))))
         log("  measuring hybrid search latency")
@@ -306,7 +307,7 @@ def bench_size(n: int, embedder: Embedder, config: RetrievalConfig, *, queries: 
     return result
 
 
-def run_bench(sizes: list[int], embedder: Embedder, config: RetrievalConfig, *,
+def run_bench(sizes: list[int], embedder: Embedder, config: RetrievalSettings, *,
               keep: Path | None = None, log: Callable[[str], None] = lambda m: None, nprobes: list[int] | None = None,
               queries: int = 300, database_url: str = "", bursts: list[int] | None = None,
               embedder_config: Any = None) -> dict:

