@@ -9,9 +9,9 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from indexes.embed import Embedder
+from indexes.embedding.embedder import Embedder
 from indexes.factory import embedder_from, retriever_from, search_processes_from
-from indexes.retrieve import Retriever
+from indexes.retrieval.retriever import Retriever
 from indexes.store import Store
 
 from assistant.answers.ask import Asking
@@ -19,7 +19,7 @@ from assistant.answers.rag import AnswerPolicy
 from assistant.backends.base import Backend
 from assistant.backends.factory import create_backend
 from assistant.backends.capped import Gate, capped
-from indexes.question_embedding import BatchingEmbedder
+from indexes.embedding.batching import BatchingEmbedder
 from assistant.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ class Services:
     @classmethod
     def assemble(cls, settings: Settings, store: Store, embedder: Embedder, backend: Backend | None) -> "Services":
         """The services around a store, embedder and backend already made (tests share a loaded embedder)."""
-        # Concurrent questions share one embedding forward pass (indexes/question_embedding.py).
+        # Concurrent questions share one embedding forward pass (indexes/embedding/batching.py).
         # Every backend gets the same cap on answers at once (server.max_concurrent_answers), beyond its own queue.
         backend = capped(backend, settings.server.max_concurrent_answers)
         retriever = retriever_from(settings.retrieval, store, BatchingEmbedder(embedder), settings.embedder)

@@ -30,12 +30,12 @@ from typing import Any
 
 import numpy as np
 
-from indexes.embed import Embedder
+from indexes.embedding.embedder import Embedder
 from indexes.factory import embedder_from, retriever_from, vector_options_from
 from indexes.settings import RetrievalSettings
 from indexes.location import Location
-from indexes.retrieve import Retriever
-from indexes.search_processes import SearchProcesses
+from indexes.retrieval.retriever import Retriever
+from indexes.retrieval.search_processes import SearchProcesses
 from indexes.store import DocumentWrite, NewChunk, SourceInfo, Store
 from indexes.vectors import VectorOptions
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from indexes.retrieve import Retriever
+from indexes.retrieval.retriever import Retriever
 from indexes.store import Store
 from ingest.chunking import EmbedderLike
 from ingest.pipeline import ingest_paths

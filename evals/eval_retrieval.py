@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from indexes.fusion import ranked
-from indexes.retrieve import Retriever
+from indexes.retrieval.fusion import ranked
+from indexes.retrieval.retriever import Retriever
 from indexes.store import DocumentWrite, NewChunk, SourceInfo, Store
 
 from evals.metrics import percentile, retrieval_metrics

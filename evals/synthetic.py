@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from indexes.lexical import STOPWORDS
+from indexes.lexical.fts5 import STOPWORDS
 
 SYLLABLES = (
     "ka lo mi ner tu vas pre dol an ex qui ro sta ten bri mon gal fe cor zu hin plo ur dex "

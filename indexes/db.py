@@ -11,7 +11,7 @@ from sqlmodel import SQLModel, create_engine
 
 from indexes import migrations
 from indexes import models  # noqa: F401  (registers the tables)
-from indexes.cjk import CJK_DDL
+from indexes.lexical.cjk import CJK_DDL
 from indexes.pg import PgDriver, is_postgres, is_postgres_url, make_pg_engine
 
 SCHEMA_VERSION = 1
@@ -109,7 +109,7 @@ def make_engine(db_path: Path) -> Engine:
             add_missing_columns(conn)
         migrations.upgrade(conn)
         conn.execute(text(FTS_DDL))
-        conn.execute(text(CJK_DDL))  # CJK text, by trigrams (indexes/cjk.py)
+        conn.execute(text(CJK_DDL))  # CJK text, by trigrams (indexes/lexical/cjk.py)
         # Opening a store that is up to date writes nothing, so it opens on a full disk too.
         if conn.execute(text("SELECT v FROM chunk_fts_config WHERE k = 'rank'")).scalar() != FTS_RANK:
             conn.execute(text(SET_FTS_RANK))

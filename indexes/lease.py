@@ -15,7 +15,7 @@ from datetime import timedelta
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from indexes.jobs import _sql_time
+from indexes.jobs import sql_time
 from indexes.models import utcnow
 
 ACTIVE = "('parsing', 'embedding')"
@@ -36,7 +36,7 @@ class FileLeases:
         if self.postgres:
             return "now()", "now() + make_interval(secs => :lease)", {"lease": self.lease_s}
         now = utcnow()
-        return ":now", ":until", {"now": _sql_time(now), "until": _sql_time(now + timedelta(seconds=self.lease_s))}
+        return ":now", ":until", {"now": sql_time(now), "until": sql_time(now + timedelta(seconds=self.lease_s))}
 
     def claim(self, job_id: int, worker: str, n: int) -> list[tuple[str, int]]:
         """Up to n files of the job nobody holds (pending, or their lease ran out): (path, size) each,

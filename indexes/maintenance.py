@@ -17,7 +17,7 @@ import threading
 from sqlalchemy import text
 from sqlmodel import select
 
-from indexes.lexical import CHUNK_TEXT_SQL, ChunkText, add_rows, remove_rows
+from indexes.lexical.fts5 import CHUNK_TEXT_SQL, ChunkText, add_rows, remove_rows
 from indexes.models import Collection, IngestJob
 from indexes.store import Store
 

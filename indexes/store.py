@@ -19,11 +19,13 @@ import numpy as np
 from sqlalchemy import delete, func, update
 from sqlmodel import Session, select
 
-from indexes import lexical, pg_lexical
+from indexes.lexical import fts5 as lexical
+
+from indexes.lexical import postgres as pg_lexical
 from indexes.db import driver, make_store_engine, read_rows
-from indexes.filters import SearchFilters
-from indexes.lexical import ChunkText, Lexical
-from indexes.lexical_copy import CopiedLexical, LexicalCopy
+from indexes.retrieval.filters import SearchFilters
+from indexes.lexical.fts5 import ChunkText, Lexical
+from indexes.lexical.replica_copy import CopiedLexical, LexicalCopy
 from indexes.location import Located, Location, columns
 from indexes.models import Chunk, Collection, Document, utcnow
 from indexes.pg import PgDriver, allocate_ids, is_postgres
@@ -95,7 +97,7 @@ class Store:
 
     With a database URL the truth is that PostgreSQL database instead, shared by every replica and
     worker; the data directory then holds this replica's derived indexes only: `vectors/` and the
-    FTS5 copy `lexical.db` (indexes/lexical_copy.py).
+    FTS5 copy `lexical.db` (indexes/lexical/replica_copy.py).
     """
 
     def __init__(self, data_dir: Path, *, vector_options: VectorOptions | None = None,
@@ -112,7 +114,7 @@ class Store:
     def configure_lexical(self, kind: str = "auto", *, rank: str = "bm25", normalisation: int = 0) -> None:
         """Where lexical candidates come from: the store's FTS5 tables on SQLite; on PostgreSQL this
         replica's FTS5 copy (`copy`) or PostgreSQL's own full-text search (`postgres`,
-        indexes/pg_lexical.py); `auto` = the copy, which measured better (docs/deployment.md)."""
+        indexes/lexical/postgres.py); `auto` = the copy, which measured better (docs/deployment.md)."""
         if kind not in ("auto", "copy", "postgres"):
             raise StoreError(f"unknown lexical search {kind!r}: use auto, copy or postgres")
         if kind == "postgres" and not self.postgres:
@@ -322,7 +324,7 @@ class Store:
                 texts.append(ChunkText(cid, collection.id, item.source.title, c.heading_path, c.symbol, c.text,
                                        item.source.path))
             added.append((ids, vecs))
-        if chunk_rows and postgres:  # the search columns in the same statement (indexes/pg_lexical.py)
+        if chunk_rows and postgres:  # the search columns in the same statement (indexes/lexical/postgres.py)
             path_words: dict[str, str] = {}
             raw.executemany(
                 f"INSERT INTO chunk (id, document_id, collection_id, ordinal, text, {columns()}, n_tokens, "

@@ -17,7 +17,7 @@ from sqlmodel import SQLModel
 
 from indexes import models  # noqa: F401  (registers the tables)
 from indexes.db import driver
-from indexes.pg_lexical import fill_missing
+from indexes.lexical.postgres import fill_missing
 
 BATCH = 2000
 
@@ -51,7 +51,7 @@ def copy_store(source: Engine, target: Engine, *, batch: int = BATCH,
                     progress(table.name, n)
             copied[table.name] = n
         if dst.dialect.name == "postgresql":
-            fill_missing(driver(dst))  # the chunks' full-text columns (indexes/pg_lexical.py)
+            fill_missing(driver(dst))  # the chunks' full-text columns (indexes/lexical/postgres.py)
             for table in SQLModel.metadata.sorted_tables:
                 if "id" in table.columns and table.columns["id"].primary_key:
                     dst.execute(text(

@@ -16,7 +16,7 @@ import numpy as np
 
 from indexes.records import NewChunk
 from ingest.elements import Parsed
-from ingest.ocr import OcrOptions
+from ingest.formats.ocr import OcrOptions
 from ingest.parse import parse
 from ingest.sources import SourceFile
 from ingest.split import HEADING_SEP, split

@@ -17,7 +17,7 @@ from typing import Iterable
 
 from ingest.parse import EMAIL, HTML, OFFICE, ParseError
 from ingest.sources import Scan, SourceFile, read_inside_root
-from ingest.text import TextDecodeError, decode_text, looks_binary
+from ingest.formats.text import TextDecodeError, decode_text, looks_binary
 
 SAMPLE_FILES = 12
 SAMPLE_FILE_BYTES = 4 * 1024 * 1024  # larger files are left out of the sample (a big PDF parses slowly)

@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ingest import offline
-from ingest.code import code_elements, fallback_elements
+from ingest.formats.code import code_elements, fallback_elements
 from ingest.elements import Element, Parsed, ParseError
-from ingest.ocr import OCR_IMAGES, OcrOptions, read_image, read_pdf_pages
-from ingest.pdf import page_count, pages_to_read, pdf_problem, pdf_title
-from ingest.pdf_tables import with_tables
+from ingest.formats.ocr import OCR_IMAGES, OcrOptions, read_image, read_pdf_pages
+from ingest.formats.pdf import page_count, pages_to_read, pdf_problem, pdf_title
+from ingest.formats.pdf_tables import with_tables
 from ingest.source_lines import SourceLines, add_lines
 from ingest.sources import SourceFile
-from ingest.tables import attach_captions, delimited_table, html_to_markdown
-from ingest.text import TextDecodeError, decode_text_info, line_blocks, looks_binary, strip_controls
+from ingest.formats.tables import attach_captions, delimited_table, html_to_markdown
+from ingest.formats.text import TextDecodeError, decode_text_info, line_blocks, looks_binary, strip_controls
 
 __all__ = ["Element", "Parsed", "ParseError", "parse", "file_type"]
 
@@ -182,7 +182,7 @@ def convert(raw: Iterable, *, leveled: bool) -> list[Element]:
     """unstructured elements -> ours. leveled: the format marks real headings with a depth.
 
     Repeated page headers and footers are kept once; whitespace runs inside prose collapse; a table
-    becomes a Markdown table (`ingest.tables`).
+    becomes a Markdown table (`ingest.formats.tables`).
     """
     out: list[Element] = []
     seen_margins: set[str] = set()
@@ -277,7 +277,7 @@ def front_matter_text(meta: dict[str, Any]) -> str:
 
 def _html_elements(html: str) -> tuple[list[Element], str]:
     """Elements of an HTML page's main content (site chrome removed), headings anchored by their ids."""
-    from ingest.html import assign_anchors, clean_html
+    from ingest.formats.html import assign_anchors, clean_html
 
     page = clean_html(html)
     elements = (convert(_partition("html.partition_html", text=page.html, languages=NO_LANGUAGE_DETECTION), leveled=True)
@@ -295,7 +295,7 @@ def _html(text: str, stem: str) -> Parsed:
 def _rst(text: str, stem: str) -> Parsed:
     """reStructuredText through docutils to HTML, then the HTML partitioner; without docutils, text."""
     try:
-        from ingest.rst import rst_to_html
+        from ingest.formats.rst import rst_to_html
     except ImportError:
         return _plain(text, "rst", stem)
     elements, _ = _html_elements(rst_to_html(text))

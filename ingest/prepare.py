@@ -21,7 +21,7 @@ from indexes.ocr_tools import DEFAULT_LANGUAGES
 from indexes.records import NewChunk, SourceInfo
 from indexes.store import Store
 from ingest.chunking import EmbedderLike, TokenCounter, parse_and_split
-from ingest.ocr import OcrOptions, listening
+from ingest.formats.ocr import OcrOptions, listening
 from ingest.parse import ParseError, file_type
 from ingest.parse_pool import ParsePool
 from ingest.sources import OutsideRoot, SourceFile, read_inside_root

@@ -7,11 +7,11 @@ cut between words, and only a single word longer than a chunk is cut inside it. 
 heading path ("A › B"), an anchor to link to, its page and its line range. A chunk never spans two pages
 (nor repeats another page's words as overlap), so its page is where all of its text is.
 
-A table (a Markdown table: `ingest.tables`) is one piece when it fits a chunk; a longer one is cut
+A table (a Markdown table: `ingest.formats.tables`) is one piece when it fits a chunk; a longer one is cut
 between rows into pieces that each fit, every piece led by the table's caption and header row. No
 overlap is carried out of a table's piece: the next piece repeats the head instead.
 
-Code elements that belong to a unit (a function, a method, a class header: see `ingest.code`) form
+Code elements that belong to a unit (a function, a method, a class header: see `ingest.formats.code`) form
 a section of their own: a unit is never mixed with another in one chunk, a long one is cut only
 between its statements (elements), with no overlap, and its chunks carry the unit's symbol.
 """
@@ -26,7 +26,7 @@ from typing import Callable, Iterator
 from indexes.location import Location
 from indexes.records import NewChunk
 from ingest.elements import Element
-from ingest.tables import table_parts
+from ingest.formats.tables import table_parts
 
 CountTokens = Callable[[str], int]
 HEADING_SEP = " › "

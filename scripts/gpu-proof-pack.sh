@@ -100,7 +100,7 @@ for name in ${MODELS//,/ }; do
   split_file "$tmp/$name.gguf" "$OUT/pieces" "$PIECE_MB"
   rm -f "$tmp/$name.gguf"
 done
-MINILM=$("$PY" -c 'from indexes.embed import default_model_path; print(default_model_path())')
+MINILM=$("$PY" -c 'from indexes.embedding.embedder import default_model_path; print(default_model_path())')
 tar -C "$MINILM" -cf "$tmp/minilm.tar" .
 split_file "$tmp/minilm.tar" "$OUT/pieces" "$PIECE_MB"
 

@@ -41,7 +41,7 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session")
 def embedder():
     """The real packaged all-MiniLM-L6-v2, loaded once per test session."""
-    from indexes.embed import Embedder
+    from indexes.embedding.embedder import Embedder
 
     emb = Embedder()
     emb.embed(["warm up"])

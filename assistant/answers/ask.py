@@ -17,9 +17,9 @@ from typing import Any, AsyncIterator, Callable, Iterable
 import anyio
 
 from indexes.conversations import conversation_dict
-from indexes.filters import SearchFilters
+from indexes.retrieval.filters import SearchFilters
 from indexes.reading import DocumentRef
-from indexes.retrieve import Retriever
+from indexes.retrieval.retriever import Retriever
 from indexes.store import Store
 
 from assistant.answers.conversation import ConversationTurn, UnknownConversation

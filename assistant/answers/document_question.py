@@ -30,10 +30,10 @@ from typing import Annotated, Any, Callable
 from pydantic import BeforeValidator, Field
 
 from indexes import reading
-from indexes.diversity import merge_parts
-from indexes.filters import SearchFilters, literal_glob
+from indexes.retrieval.diversity import merge_parts
+from indexes.retrieval.filters import SearchFilters, literal_glob
 from indexes.reading import DocumentRef, PassageChunk
-from indexes.retrieve import Hit, Retriever, snippet_of
+from indexes.retrieval.retriever import Hit, Retriever, snippet_of
 from indexes.store import Store
 
 from assistant.answers.prompts import Prompt, TokenCounter, build_prompt, prompt_budget, whole_prompt

@@ -18,7 +18,7 @@ from typing import Literal
 
 import anyio
 
-from indexes.lexical import STOPWORDS
+from indexes.lexical.fts5 import STOPWORDS
 
 from assistant.backends.base import Backend, BackendError, GenParams, Message
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from indexes.location import Location
-from indexes.retrieve import Hit
+from indexes.retrieval.retriever import Hit
 
 from assistant.answers.statements import NOT_IN_DOCUMENTS
 from assistant.answers.text_units import language_of

@@ -52,9 +52,9 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 
 import anyio
 
-from indexes.filters import SearchFilters
+from indexes.retrieval.filters import SearchFilters
 from indexes.reading import DocumentRef
-from indexes.retrieve import Hit, Retriever
+from indexes.retrieval.retriever import Hit, Retriever
 
 from assistant.backends.base import Backend, BackendBusy, BackendError, GenParams
 from assistant.answers.absent_terms import absent_words, not_in_documents

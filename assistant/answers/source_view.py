@@ -3,7 +3,7 @@ well an answer's citation of it is supported (the span mapped to the chunk's lin
 
 from __future__ import annotations
 
-from indexes.retrieve import Hit
+from indexes.retrieval.retriever import Hit
 
 from assistant.answers.support import Support
 

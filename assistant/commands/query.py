@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from indexes.filters import SearchFilters
+from indexes.retrieval.filters import SearchFilters
 from indexes.location import Location
 from indexes.terminal_text import terminal_safe
 
@@ -115,8 +115,8 @@ def terminal_location(where: Location) -> str:
 def run_ask(args: argparse.Namespace, settings: Settings) -> int:
     if args.k is not None and not 1 <= args.k <= 50:
         return fail("-k must be between 1 and 50")
-    if args.document is not None and filters_of(args):
-        return fail("--document is asked about alone, without --path or --kind")
+    if args.document is not None and (len(args.collection) > 1 or filters_of(args)):
+        return fail("--document is asked about within its own collection: name that one only, without --path or --kind")
     services = Services.build(settings)
     try:
         return asyncio.run(stream_answer(services, args))

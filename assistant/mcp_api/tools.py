@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from indexes import reading
-from indexes.filters import SearchFilters
+from indexes.retrieval.filters import SearchFilters
 from indexes.location import Location
-from indexes.retrieve import Hit
+from indexes.retrieval.retriever import Hit
 
 from assistant.security.access import AccessDenied, Identity, authorize
 from assistant.answers.ask import AskError, Question
@@ -193,8 +193,11 @@ async def ask(
     whole or retrieved). A refusal is a tool error that ends with its code, as the other doors name it.
     """
     allow(identity, "ask")
+    if document is not None and (paths or kinds):  # this door's names for the filters
+        raise ToolCallError("give either document or paths/kinds: a question about one document searches it alone "
+                            "(invalid_request)")
     named = collection is not None and collection.strip()
-    names = (collection,) if named else ((resolve_collection(services, identity, "ask", None),) if document is None else ())
+    names = (collection,) if named else (resolve_collection(services, identity, "ask", None),)  # the caller's only one
     asked = Question(question, names, k=check_k(k), filters=filters_of(paths, kinds), document=document)
     try:
         answering = await services.asking.open(identity, asked)

@@ -17,7 +17,7 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from indexes.filters import SearchFilters
+from indexes.retrieval.filters import SearchFilters
 
 from assistant.answers.ask import AskError, Question
 from assistant.answers.document_question import DocumentKey

@@ -10,7 +10,7 @@ from litestar import get
 from litestar.exceptions import ValidationException
 from litestar.params import Parameter
 
-from indexes.filters import SearchFilters
+from indexes.retrieval.filters import SearchFilters
 
 from assistant.security.access import Identity, scoped
 from assistant.routes.deps import require_collection

@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 # Tables that are not SQLModel tables: SQLite's FTS5 tables (and their shadow tables) live beside the
 # rows on SQLite and in each replica's own copy on PostgreSQL; migrations leave them alone.
 DERIVED_PREFIXES = ("chunk_fts", "chunk_cjk")
-# The chunk's search columns on PostgreSQL (indexes/pg_lexical.py) and their indexes: made by a
+# The chunk's search columns on PostgreSQL (indexes/lexical/postgres.py) and their indexes: made by a
 # revision, written by the store, unknown to the models (SQLite has no such types).
 DERIVED_NAMES = ("lexical_vector", "lexical_cjk", "ix_chunk_lexical_vector", "ix_chunk_lexical_cjk")
 LOCK_KEY = 7_204_319_451  # the advisory lock replicas starting together take around an upgrade

@@ -7,7 +7,7 @@ import pytest
 from assistant.cli import main
 from evals.eval_retrieval import BeirSet, evaluate_retrieval, ingest_corpus
 from evals.eval_questions import Question, evaluate_questions, fact_recall, load_questions
-from indexes.retrieve import Retriever
+from indexes.retrieval.retriever import Retriever
 from tests.support.stores import write_pages
 
 CORPUS = [

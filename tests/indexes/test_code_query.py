@@ -1,6 +1,6 @@
 """Identifiers in questions, and the prior that puts source files before their docs and tests."""
 
-from indexes.code_query import ChunkMeta, PathPrior, expand_terms, identifiers, is_code_question
+from indexes.retrieval.code_query import ChunkMeta, PathPrior, expand_terms, identifiers, is_code_question
 
 
 def test_identifiers_of_every_style_are_found():
@@ -71,7 +71,7 @@ def test_a_behaviour_question_a_page_states_in_its_words_goes_without_the_source
 
 
 def test_quoted_text_is_searched_as_phrases_between_its_punctuation():
-    from indexes.code_query import quoted_phrases
+    from indexes.retrieval.code_query import quoted_phrases
 
     q = 'I get "TypeError: \'methods\' should be a list of strings" and “Could not build url for endpoint \'index\'”.'
     assert quoted_phrases(q) == ["should be a list of strings", "could not build url for endpoint"]

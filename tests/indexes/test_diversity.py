@@ -1,7 +1,7 @@
 """Document-diverse top-k: a cap of places per document, adjacent chunks merged into one place."""
 
-from indexes.code_query import ChunkMeta
-from indexes.diversity import diverse_places, merge_parts, merge_texts
+from indexes.retrieval.code_query import ChunkMeta
+from indexes.retrieval.diversity import diverse_places, merge_parts, merge_texts
 
 
 def _meta(spec):

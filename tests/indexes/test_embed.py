@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from indexes.embed import Embedder
+from indexes.embedding.embedder import Embedder
 
 QUESTIONS = [
     "How much annual leave do I get?",
@@ -57,14 +57,14 @@ def test_the_export_is_cached_and_a_later_process_embeds_questions_without_torch
     import subprocess
     import sys
 
-    from indexes.onnx_encoder import default_cache_dir
+    from indexes.embedding.onnx_encoder import default_cache_dir
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     first = Embedder(dtype="fp32", query_runtime="onnx-int8").embed_queries(QUESTIONS)
     cached = sorted(p.suffix for p in default_cache_dir().iterdir())
     assert cached == [".json", ".onnx"], cached
     later = subprocess.run(
-        [sys.executable, "-c", "import json, sys; from indexes.embed import Embedder; "
+        [sys.executable, "-c", "import json, sys; from indexes.embedding.embedder import Embedder; "
          "v = Embedder(query_runtime='onnx-int8').embed_queries(json.loads(sys.argv[1])); "
          "print(json.dumps({'torch': 'torch' in sys.modules, 'vectors': v.tolist()}))", json.dumps(QUESTIONS)],
         capture_output=True, text=True, timeout=300, check=True)
@@ -74,7 +74,7 @@ def test_the_export_is_cached_and_a_later_process_embeds_questions_without_torch
 
 
 def test_a_damaged_cache_entry_is_exported_again(tmp_path, monkeypatch):
-    from indexes.onnx_encoder import default_cache_dir
+    from indexes.embedding.onnx_encoder import default_cache_dir
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     good = Embedder(dtype="fp32", query_runtime="onnx").embed_queries(QUESTIONS[:2])

@@ -3,8 +3,8 @@ both retrievers, so a narrow filter still gets its k best hits."""
 
 import pytest
 
-from indexes.filters import SearchFilters
-from indexes.retrieve import Retriever
+from indexes.retrieval.filters import SearchFilters
+from indexes.retrieval.retriever import Retriever
 from indexes.store import NewChunk, SourceInfo
 
 TOPICS = ["flights and hotels for travel", "annual leave and vacation days", "python functions and classes"]

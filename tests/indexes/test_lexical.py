@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from indexes.lexical import Weights, query_terms
+from indexes.lexical.fts5 import Weights, query_terms
 from indexes.store import NewChunk, SourceInfo
 from tests.indexes.test_store import lexical_engine, unit
 

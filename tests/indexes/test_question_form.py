@@ -2,7 +2,7 @@
 
 import pytest
 
-from indexes.question_form import question_form
+from indexes.retrieval.question_form import question_form
 
 
 @pytest.mark.parametrize("question, form", [

@@ -7,9 +7,9 @@ meaning, but the stage's mechanics - pairs in, scores out, candidates re-ordered
 
 import pytest
 
-from indexes.embed import default_model_path
-from indexes.rerank import CrossEncoderReranker
-from indexes.retrieve import Retriever
+from indexes.embedding.embedder import default_model_path
+from indexes.retrieval.rerank import CrossEncoderReranker
+from indexes.retrieval.retriever import Retriever
 from indexes.store import NewChunk, SourceInfo
 
 TEXTS = ["Magma erupts from volcanoes as lava.", "Violins are carved from spruce and maple.",

@@ -14,7 +14,7 @@ import pytest
 
 from assistant.settings import Settings
 from indexes.factory import retriever_from, search_processes_from
-from indexes.retrieve import Retriever
+from indexes.retrieval.retriever import Retriever
 from indexes.store import Store, StoreError
 from tests.support.stores import write_pages
 
@@ -130,7 +130,7 @@ def _broken() -> None:
 
 
 def test_workers_that_cannot_start_leave_the_searches_here(caplog):
-    from indexes.search_processes import SearchProcesses
+    from indexes.retrieval.search_processes import SearchProcesses
 
     broken = SearchProcesses(1, _broken)
     try:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
-from indexes.lexical import path_terms
+from indexes.lexical.fts5 import path_terms
 from indexes.store import NewChunk, SourceInfo, Store, StoreError
 
 

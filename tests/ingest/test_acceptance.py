@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from indexes.retrieve import Retriever
+from indexes.retrieval.retriever import Retriever
 from ingest.pipeline import ingest_paths
 from ingest.split import slugify
 from tests.conftest import shared_path

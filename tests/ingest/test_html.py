@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ingest.html import clean_html
+from ingest.formats.html import clean_html
 from ingest.parse import parse
 from ingest.sources import SourceFile
 

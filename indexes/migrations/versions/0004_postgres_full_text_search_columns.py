@@ -10,7 +10,7 @@ from __future__ import annotations
 from alembic import op
 
 from indexes.pg import PgDriver
-from indexes.pg_lexical import fill_missing
+from indexes.lexical.postgres import fill_missing
 
 revision = '0004'
 down_revision = '0003'

@@ -11,7 +11,7 @@ from assistant.answers.rag import AnswerPolicy
 from tests.support.answering import answer
 from assistant.backends.factory import create_backend
 from assistant.answers.support import abstained
-from indexes.retrieve import Retriever
+from indexes.retrieval.retriever import Retriever
 from tests.support.stores import write_pages
 
 

@@ -13,7 +13,7 @@ from assistant.answers.support import NO_ANSWER, NOT_IN_DOCUMENTS
 from assistant.backends.factory import create_backend
 from indexes.conversations import create_conversation, list_turns
 from indexes.location import Location
-from indexes.retrieve import Retriever
+from indexes.retrieval.retriever import Retriever
 from indexes.store import NewChunk, SourceInfo
 
 BOOKING = (

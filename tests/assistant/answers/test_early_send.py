@@ -18,7 +18,7 @@ from assistant.answers.prompts import build_prompt, early_prompt, sources_shown
 from assistant.answers.rag import AnswerPolicy, prepare
 from tests.support.answering import answer
 from assistant.backends.echo import EchoBackend
-from indexes.retrieve import Retriever
+from indexes.retrieval.retriever import Retriever
 from tests.support.stores import write_pages
 
 DOCS = {

@@ -11,7 +11,7 @@ import pytest
 from assistant.backends.echo import EchoBackend
 from assistant.answers.prompts import SYSTEM_PROMPT, build_prompt
 from indexes.location import Location
-from indexes.retrieve import Hit
+from indexes.retrieval.retriever import Hit
 from tests.support.sse import parse_sse
 from tests.support.stores import write_pages
 

@@ -9,7 +9,7 @@ from assistant.backends.factory import create_backend
 from assistant.backends.echo import EchoBackend
 from assistant.answers.prompts import COMPLETION_PREFIX, EXAMPLE, REMINDER, SYSTEM_PROMPT, PromptTooLong, build_prompt, prompt_location
 from indexes.location import FIELDS, Location
-from indexes.retrieve import Hit
+from indexes.retrieval.retriever import Hit
 
 WORDS = "the quick brown fox jumps over the lazy dog while reading configuration files carefully".split()
 

@@ -12,7 +12,7 @@ from assistant.backends.factory import create_backend
 from assistant.answers.prompts import build_prompt
 from assistant.answers.rag import AnswerPolicy, prepare
 from tests.support.answering import answer
-from indexes.retrieve import Retriever
+from indexes.retrieval.retriever import Retriever
 from tests.support.stores import write_pages
 from tests.support.wait import async_wait_until
 from evals.local_server import free_port

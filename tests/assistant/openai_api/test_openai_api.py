@@ -100,7 +100,7 @@ async def test_stop_strings_end_the_answer(client):
     "body, status, code, fragment",
     [
         ({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}, 404, "model_not_found", "gpt-4o"),
-        ({"model": "rag:nope", "messages": [{"role": "user", "content": "hi"}]}, 404, "model_not_found", "nope"),
+        ({"model": "rag:nope", "messages": [{"role": "user", "content": "hi"}]}, 404, "collection_not_found", "nope"),
         ({"model": "rag:", "messages": [{"role": "user", "content": "hi"}]}, 404, "model_not_found", "collection"),
         ({"model": "echo", "messages": []}, 400, None, "messages"),
         ({"model": "echo", "messages": [{"role": "wizard", "content": "hi"}]}, 400, None, "wizard"),

@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ingest.units import RECURSE_LINES, Unit
+from ingest.formats.units import RECURSE_LINES, Unit
 
 # suffix -> (module, function returning the language pointer)
 GRAMMARS: dict[str, tuple[str, str]] = {

@@ -1,5 +1,5 @@
-"""Units of source code and how they become elements: shared by the Python reader (`ingest.code`)
-and the tree-sitter reader (`ingest.treesitter`).
+"""Units of source code and how they become elements: shared by the Python reader (`ingest.formats.code`)
+and the tree-sitter reader (`ingest.formats.treesitter`).
 
 A unit is one definition named by its qualified symbol, or a run of module-level code between
 definitions; its tiles are the line ranges a chunk may be cut between.
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ingest.elements import Element
-from ingest.text import line_blocks, strip_controls
+from ingest.formats.text import line_blocks, strip_controls
 
 # A compound statement longer than this many lines is tiled by its inner statements.
 RECURSE_LINES = 12

@@ -1,7 +1,7 @@
 """Lexical search inside PostgreSQL: a weighted `tsvector` per chunk ranked by `ts_rank_cd`, and
 `pg_trgm` trigrams for Chinese, Japanese and Korean text.
 
-The alternative to each replica's FTS5 copy (indexes/lexical_copy.py): nothing is kept per replica,
+The alternative to each replica's FTS5 copy (indexes/lexical/replica_copy.py): nothing is kept per replica,
 the chunk row carries its own search columns, written by the store in the statement that inserts the
 row (so they are in step in the same transaction) and read by every replica alike.
 
@@ -11,11 +11,11 @@ row (so they are in step in the same transaction) and read by every replica alik
   otherwise keep `flask.Flask` or `src/app.py` as one host or file token that no question matches.
 - `lexical_cjk`: title, headings and body of chunks that hold CJK text (NULL otherwise), with a GIN
   trigram index: a question's CJK runs are searched by their 3-character substrings (`LIKE`, which the
-  trigram index serves), as the FTS5 trigram table is (indexes/cjk.py).
+  trigram index serves), as the FTS5 trigram table is (indexes/lexical/cjk.py).
 
 A question's terms are OR-ed (`websearch_to_tsquery` would AND them and find almost nothing for a
 natural-language question), kept within the same budget of matched rows as FTS5 (the rarest terms
-first, indexes/lexical.py), and the filters run inside the statement.
+first, indexes/lexical/fts5.py), and the filters run inside the statement.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import re
 
 from sqlalchemy.engine import Engine
 
-from indexes import cjk
+from indexes.lexical import cjk
 from indexes.db import driver
-from indexes.filters import SearchFilters
-from indexes.lexical import (CHUNK_TEXT_SQL, WORD, ChunkText, Lexical, LexicalResult, Weights, identifier_words,
+from indexes.retrieval.filters import SearchFilters
+from indexes.lexical.fts5 import (CHUNK_TEXT_SQL, WORD, ChunkText, Lexical, LexicalResult, Weights, identifier_words,
                              path_terms)
 
 CONFIG = "english"

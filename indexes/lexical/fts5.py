@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from sqlalchemy.engine import Engine
 
-from indexes import cjk
+from indexes.lexical import cjk
 from indexes.db import driver, read_rows
-from indexes.filters import SearchFilters
+from indexes.retrieval.filters import SearchFilters
 
 WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -267,7 +267,7 @@ class Lexical:
             rows = conn.connection.driver_connection.execute(sql, params).fetchall()
             cjk_hits = cjk.search(conn, collection_ids, terms, read)
         ranked = rows  # (rowid, score) tuples of int and float already: up to `budget` rows, no copy
-        if cjk_hits:  # CJK words matched by trigrams (indexes/cjk.py): their scores add to BM25's
+        if cjk_hits:  # CJK words matched by trigrams (indexes/lexical/cjk.py): their scores add to BM25's
             merged = dict(ranked)
             for cid, score in cjk_hits:
                 merged[cid] = merged.get(cid, 0.0) + score

@@ -16,15 +16,15 @@ from typing import Any, Literal
 
 import numpy as np
 
-from indexes.code_query import ChunkMeta, PathPrior, expand_terms
+from indexes.retrieval.code_query import ChunkMeta, PathPrior, expand_terms
 from indexes.db import read_rows
-from indexes.diversity import Place, diverse_places, merge_texts
-from indexes.embed import Embedder
-from indexes.filters import SearchFilters
-from indexes.fusion import linear_mix, ranked, rrf
-from indexes.lexical import LexicalResult, Weights, normalise_query, phrase, query_terms
+from indexes.retrieval.diversity import Place, diverse_places, merge_texts
+from indexes.embedding.embedder import Embedder
+from indexes.retrieval.filters import SearchFilters
+from indexes.retrieval.fusion import linear_mix, ranked, rrf
+from indexes.lexical.fts5 import LexicalResult, Weights, normalise_query, phrase, query_terms
 from indexes.location import Located, Location
-from indexes.search_processes import SearchProcesses
+from indexes.retrieval.search_processes import SearchProcesses
 from indexes.store import ChunkRecord, Store, StoreError
 
 WORD = re.compile(r"\w+", re.UNICODE)

@@ -7,7 +7,7 @@ unit is emitted as *tiles*: its header, then one tile per statement of its body 
 inside long compound statements), so a unit longer than a chunk is cut only between statements.
 
 Python is read with `ast`; JS/TS, Go, Rust, Java and C/C++ with tree-sitter grammars
-(`ingest.treesitter`); a file neither can parse falls back to blocks separated by blank lines.
+(`ingest.formats.treesitter`); a file neither can parse falls back to blocks separated by blank lines.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from __future__ import annotations
 import ast
 
 from ingest.elements import Element
-from ingest.text import line_blocks, strip_controls
-from ingest.treesitter import treesitter_units
-from ingest.units import RECURSE_LINES, Unit, comments_above, to_elements
+from ingest.formats.text import line_blocks, strip_controls
+from ingest.formats.treesitter import treesitter_units
+from ingest.formats.units import RECURSE_LINES, Unit, comments_above, to_elements
 
 
 # --- Python ----------------------------------------------------------------------------------

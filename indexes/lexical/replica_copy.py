@@ -1,7 +1,7 @@
 """The full-text index of a store on PostgreSQL: a per-replica FTS5 copy kept in step with the rows.
 
 PostgreSQL holds the truth (chunks, documents, collections); each replica keeps `<data_dir>/lexical.db`,
-a SQLite file with the FTS5 tables of `indexes/lexical.py` and the few columns its queries and the
+a SQLite file with the FTS5 tables of `indexes/lexical/fts5.py` and the few columns its queries and the
 search filters read (chunk -> document -> collection, path, kind, mtime). So there is one lexical code
 path (BM25, the CJK trigram table, the bounded candidate set) whichever database holds the rows.
 
@@ -21,10 +21,10 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
-from indexes import lexical
-from indexes.cjk import CJK_DDL
+from indexes.lexical import fts5 as lexical
+from indexes.lexical.cjk import CJK_DDL
 from indexes.db import FTS_DDL, SET_FTS_RANK, driver, sqlite_engine
-from indexes.lexical import CHUNK_TEXT_SQL, ChunkText, Lexical
+from indexes.lexical.fts5 import CHUNK_TEXT_SQL, ChunkText, Lexical
 
 COPY_DDL = (
     "CREATE TABLE IF NOT EXISTS collection (id INTEGER PRIMARY KEY, generation INTEGER NOT NULL)",

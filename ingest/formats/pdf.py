@@ -2,7 +2,7 @@
 
 unstructured's `fast` strategy reads the PDF text layer with pdfminer. It returns no elements for an
 encrypted file or a scan, and letter-by-letter fragments for a rotated page, without raising. Those
-cases become per-file failures with a reason here, or, page by page, an OCR pass (ingest.ocr) over the
+cases become per-file failures with a reason here, or, page by page, an OCR pass (ingest.formats.ocr) over the
 pages that have no usable text layer.
 """
 

@@ -27,8 +27,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from indexes.lexical import identifier_words
-from indexes.question_form import IMPLEMENTATION_INTENT, question_form
+from indexes.lexical.fts5 import identifier_words
+from indexes.retrieval.question_form import IMPLEMENTATION_INTENT, question_form
 
 # snake_case / SCREAMING_CASE (an inner underscore), CamelCase / camelCase (a lower-case letter
 # followed by an upper-case one that starts a word: not `mRNA`), dotted names (`app.config`)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from indexes.code_query import ChunkMeta
+from indexes.retrieval.code_query import ChunkMeta
 
 
 @dataclass

@@ -129,7 +129,7 @@ class Embedder:
         """The ONNX Runtime encoder for queries, or None where torch serves them (setting, or model refused)."""
         if self.query_runtime == "torch":
             return None
-        from indexes.onnx_encoder import OnnxQueryEncoder, UnsupportedModel, default_cache_dir
+        from indexes.embedding.onnx_encoder import OnnxQueryEncoder, UnsupportedModel, default_cache_dir
 
         try:
             return OnnxQueryEncoder(self.model_path, max_seq_length=self.max_seq_length, threads=self.query_threads,

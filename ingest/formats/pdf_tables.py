@@ -4,7 +4,7 @@ unstructured's `fast` strategy (pdfminer's text boxes) finds no tables: each cel
 paragraph of its own, column by column, so a row's values end up apart. pdfplumber finds the tables
 a PDF draws with ruling lines and reads their cells; the elements whose middle lies inside such a
 table are replaced by one Table element, at the place of the first of them, whose `text_as_html`
-holds the rows, so it becomes a Markdown table like every other format's (`ingest.tables`).
+holds the rows, so it becomes a Markdown table like every other format's (`ingest.formats.tables`).
 Tables without ruling lines are left as text: telling them from columns of prose by alignment alone
 is a guess.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ingest.tables import rows_to_html
+from ingest.formats.tables import rows_to_html
 
 MIN_ROWS, MIN_COLUMNS = 2, 2
 RUN_ON_GAP = 12.0  # points: closer than a column gutter, wider than the space between a word and a rule

@@ -1,0 +1,1 @@
+"""Hybrid retrieval: the retriever, fusion, filters, reranking, diversity, code questions, search processes."""
