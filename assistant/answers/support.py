@@ -46,7 +46,7 @@ is given the source that supports it best.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from assistant.answers.citations import MARKER
@@ -90,6 +90,8 @@ class AnswerCheck:
     abstained: bool  # the answer says the documents do not contain it
     unsupported: bool  # it makes claims and none of them is supported by any source shown
     off_topic: bool = False  # neither the answer nor what it cites speaks of what the question asks
+    unknown_names: list[str] = field(default_factory=list)  # names the question and the answer's first claim share
+    # that no source shown holds: the answer speaks of something the documents never mention
     contradicted: bool = False  # a claim says the opposite of the source that holds its words
 
     def best_supports(self) -> dict[int, Support]:
@@ -121,6 +123,7 @@ class AnswerCheck:
             "unsupported": self.unsupported,
             "off_topic": self.off_topic,
             "contradicted": self.contradicted,
+            "unknown_names": self.unknown_names,
         }
 
 
@@ -267,7 +270,23 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
         off_topic=bool(claims) and not said and off_topic(question, answer, [sources.get(n, "") + "\n" + places.get(n, "")
                                                                           for n in cited or sources]),
         contradicted=any(s.contradicted for c in claims for s in c.supports.values()),
+        unknown_names=unknown_names(question, claims[0].sentence.text, [*sources.values(), *places.values()])
+        if claims and not said and question else [],
     )
+
+
+def unknown_names(question: str, claim: str, shown: list[str]) -> list[str]:
+    """The names (capitalised words inside a sentence, identifiers, numbers with letters) that the question and
+    the answer's first claim both hold and no source shown does ("the Wi-Fi password at the Sydney office is
+    ..." over sources that never name Sydney): the answer is about what the documents do not cover. Plain
+    words never count, however rare: people ask in words the documents do not use."""
+    # Two letters name nothing for sure ("OK", "IT", "HR" are words as often as names).
+    asked = {k for k in key_units(question) if not k[0].isdigit() and len(k) > 2} & set(units(question))
+    said = asked & key_units(claim) & set(units(claim))
+    if not said:
+        return []
+    held = set().union(*(units(text) for text in shown)) if shown else set()
+    return sorted(said - held)
 
 
 def clause_supports(text: str, cited: list[int], sources: dict[int, str],

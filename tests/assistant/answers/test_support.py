@@ -302,3 +302,13 @@ def test_an_answer_about_another_topic_than_the_question_is_flagged() -> None:
     assert taxi.off_topic and not taxi.unsupported, "supported by its source, but not what was asked"
     asked = check_answer(answer, {1: faq}, {1: "Travel guide FAQ"}, "How do I get reimbursed for liability insurance?")
     assert not asked.off_topic
+
+
+def test_an_answer_about_a_name_no_source_holds_is_flagged() -> None:
+    wifi = "The guest Wi-Fi password changes monthly. To obtain it, type GSA Wireless in the search box."
+    sydney = check_answer('The Wi-Fi password at the Sydney office is "GSA Wireless" [1]. Type GSA Wireless to get it [1].',
+                          {1: wifi}, question="What is the Wi-Fi password at the Sydney office?")
+    assert sydney.unknown_names == ["sydney"] and not sydney.unsupported, "the second claim is supported"
+    plain = check_answer("It is not OK to delete a Slack message [1].", {1: "Do not delete Slack messages."},
+                         question="Is it OK to delete a Slack message I regret posting?")
+    assert plain.unknown_names == [], "two letters and plain words name nothing"
