@@ -223,6 +223,9 @@ def test_presets_json(cli):
     done = cli("presets", "--json")
     assert done.returncode == 0
     names = [p["name"] for p in json.loads(done.stdout)["presets"]]
-    assert len(names) == 6 and "v100-32g-batch" in names
+    assert len(names) == 8 and "v100-32g-batch" in names
+    fork = next(p for p in json.loads(done.stdout)["presets"] if p["name"] == "v100x2-32g-1cat-awq")
+    assert fork["engine"] == "1cat-vllm" and fork["backend"] == "openai" and fork["quant"] == "awq"
     text = cli("presets")
     assert "NCCL_P2P_LEVEL=NVL vllm serve MODEL" in text.stdout
+    assert "then: assistant serve --backend openai" in text.stdout
