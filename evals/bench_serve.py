@@ -319,10 +319,6 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from assistant.services import Services
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request would drown the report
-    if getattr(args, "conversations", None):
-        from evals import bench_conversations
-
-        return bench_conversations.run(args, settings)
     levels = levels_from(args.concurrency)
     questions = QUESTIONS
     if args.questions:

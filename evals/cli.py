@@ -13,7 +13,7 @@ from pathlib import Path
 
 from assistant.backends.registry import backend_names
 from assistant.cli import add_common
-from evals import bench_ingest, bench_retrieval, bench_serve, eval_answers, eval_commands
+from evals import bench_conversations, bench_ingest, bench_retrieval, bench_serve, eval_answers, eval_commands
 
 
 def positive_int(text: str) -> int:
@@ -57,7 +57,7 @@ def add_bench_serve(sub: argparse._SubParsersAction) -> None:
                    "and off; reports the prompt tokens the engine evaluated per answer (llama-server)")  # fmt: skip
     p.add_argument("--out", type=Path, default=Path("bench-out"), help="folder for bench-serve.json and .png")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.set_defaults(func=bench_serve.run)
+    p.set_defaults(func=lambda args, settings: (bench_conversations if args.conversations else bench_serve).run(args, settings))
 
 
 def add_bench_ingest(sub: argparse._SubParsersAction) -> None:

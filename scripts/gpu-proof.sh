@@ -13,8 +13,10 @@
 #   engine    the product's own `assistant engine build llama-server` from the pack's source (after install)
 #   managed   for each --models GGUF: `assistant ask` and --runs x `bench serve --concurrency 1,4,16,64` through
 #             the llama-server backend (the assistant starts and watches the engine), `status --json` of a
-#             running `assistant serve` (the engine's slots), `doctor --json`; everything under OUT/managed.tar.gz
-#             (the results of other models run before are kept); --search-processes N sets retrieval.search_processes
+#             running `assistant serve` (the engine's slots), `doctor --json`; everything under OUT/managed-pN.tar.gz
+#             and OUT/managed-pN-summary.json, N the search processes (--search-processes N sets
+#             retrieval.search_processes; 0 without it), so runs with and without them are kept apart;
+#             --engine-cpus A-B: the engine's threads on those CPUs (its --cpu-range), ours on the rest
 #   bursts    `assistant bench retrieval --bursts 1,4,16,64` on 20,000 synthetic chunks, searches taking turns in the
 #             server's process and then with --search-processes N (default 8) worker processes: OUT/bursts-pN.json
 #
