@@ -188,6 +188,23 @@ class LlamaServerSettings(EngineProcessSettings):
         None, description="-ts: share of the model per GPU, e.g. [1, 1]; empty = llama.cpp's split by free memory"
     )
     main_gpu: int | None = Field(None, ge=0, description="-mg: the GPU for the model's small tensors; empty = llama.cpp's (0)")
+    split_mode: Literal["layer", "row", "none"] | None = Field(
+        None, description="-sm: how one model is split over several GPUs (layer = whole layers per GPU, row = each "
+        "layer's rows over the GPUs, none = main_gpu alone); empty = llama.cpp's (layer). With several GPUs and no "
+        "tensor_split, -ts is each GPU's free memory"
+    )
+    draft_model: str = Field(
+        "", description="speculative decoding: a smaller GGUF of the same vocabulary (a file, or a packaged model name "
+        "such as qwen2.5-coder-0.5b-instruct) drafting tokens the main model checks in one step; with spec_type = "
+        "draft-mtp, the GGUF holding the model's MTP heads; empty = no draft model"
+    )
+    spec_type: Literal["draft-simple", "draft-mtp"] = Field(
+        "draft-simple", description="--spec-type with a draft model: draft-simple (a smaller model) or draft-mtp (the "
+        "model's own multi-token-prediction heads; only builds whose --help lists draft-mtp)"
+    )
+    draft_max: int | None = Field(None, ge=1, description="--spec-draft-n-max: tokens drafted per step; empty = llama.cpp's (3)")
+    draft_min: int | None = Field(None, ge=0, description="--spec-draft-n-min: fewest drafted tokens worth checking; empty = llama.cpp's")
+    draft_gpu_layers: int | None = Field(None, ge=0, description="-ngld: the draft model's layers on the GPUs; empty = as -ngl")
     flash_attn: Literal["auto", "on", "off"] = Field("auto", description="-fa: flash attention")
     parallel: int | None = Field(
         None, ge=1, le=512, description="-np: slots, the answers generated at once; empty = what `assistant plan` "

@@ -13,7 +13,10 @@ from pathlib import Path
 
 from assistant.backends.registry import backend_names
 from assistant.cli import add_common
-from evals import bench_ingest, bench_retrieval, bench_serve, contrast_pairs, eval_answers, eval_commands, question_variants
+from evals import (
+    bench_conversations, bench_ingest, bench_retrieval, bench_serve, contrast_pairs, eval_answers, eval_commands,
+    question_variants,
+)
 
 
 def positive_int(text: str) -> int:
@@ -54,9 +57,12 @@ def add_bench_serve(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rounds", type=positive_int, default=2,
                    help="rounds per level and target, in A-B-B-A order; more rounds even out drift (default 2)")
     p.add_argument("--questions", type=Path, help="a file of questions, one per line (default: a built-in set)")
+    p.add_argument("--conversations", type=positive_int, metavar="N",
+                   help="instead: N conversations of five turns, one turn at a time, with the engine's prompt cache on "
+                   "and off; reports the prompt tokens the engine evaluated per answer (llama-server)")  # fmt: skip
     p.add_argument("--out", type=Path, default=Path("bench-out"), help="folder for bench-serve.json and .png")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.set_defaults(func=bench_serve.run)
+    p.set_defaults(func=lambda args, settings: (bench_conversations if args.conversations else bench_serve).run(args, settings))
 
 
 def add_bench_ingest(sub: argparse._SubParsersAction) -> None:

@@ -37,6 +37,7 @@ class Result:
     text: str = ""
     tokens: int = 0  # filled in after the level, counted the same way for every target
     engine_tokens: int | None = None  # the engine's own count of the tokens it generated, where it says
+    prompt_tokens: int | None = None  # the prompt's tokens as the server counted them (`done`), for /api/ask only
     retrieve_ms: float | None = None  # the server's own account (`done` timings), for /api/ask only
     prompt_ms: float | None = None
     early_count_ms: float | None = None  # a prompt sent before it was counted: its count, beside the engine
@@ -98,6 +99,7 @@ async def ask_server(client: httpx.AsyncClient, url: str, body: dict[str, Any]) 
                         watch.result.server_first_token_ms = timings.get("first_token_ms")
                         watch.result.backend_first_token_ms = timings.get("backend_first_token_ms")
                         watch.result.engine_tokens = data.get("completion_tokens")
+                        watch.result.prompt_tokens = data.get("prompt_tokens")
                         break
     except httpx.HTTPError as exc:
         return watch.finish(f"{type(exc).__name__}: {exc}")

@@ -13,8 +13,10 @@
 #   engine    the product's own `assistant engine build llama-server` from the pack's source (after install)
 #   managed   for each --models GGUF: `assistant ask` and --runs x `bench serve --concurrency 1,4,16,64` through
 #             the llama-server backend (the assistant starts and watches the engine), `status --json` of a
-#             running `assistant serve` (the engine's slots), `doctor --json`; everything under OUT/managed.tar.gz
-#             (the results of other models run before are kept); --search-processes N sets retrieval.search_processes
+#             running `assistant serve` (the engine's slots), `doctor --json`; everything under OUT/managed-pN.tar.gz
+#             and OUT/managed-pN-summary.json, N the search processes (--search-processes N sets
+#             retrieval.search_processes; 0 without it), so runs with and without them are kept apart;
+#             --engine-cpus A-B: the engine's threads on those CPUs (its --cpu-range), ours on the rest
 #   bursts    `assistant bench retrieval --bursts 1,4,16,64` on 20,000 synthetic chunks, searches taking turns in the
 #             server's process and then with --search-processes N (default 8) worker processes: OUT/bursts-pN.json
 #
@@ -231,7 +233,22 @@ managed() {  # every model through the llama-server backend: ask, bench serve x 
   export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH} XDG_CACHE_HOME=$WORK/cache HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
   export ASSISTANT_DATA_DIR=$WORK/data ASSISTANT_EMBEDDER_MODEL_PATH=$WORK/minilm PYTHONUNBUFFERED=1 ASSISTANT_BACKEND=llama-server
   [[ -z $SEARCH_PROCESSES ]] || export ASSISTANT_RETRIEVAL_SEARCH_PROCESSES=$SEARCH_PROCESSES
-  local res=$WORK/managed; mkdir -p "$res"
+  # --engine-cpus: the engine's compute threads on those CPUs (llama-server's own --cpu-range), the server,
+  # its search processes and the bench on the rest (taskset; the engine is their child and re-pins itself).
+  local ours_pin=() engine_pin=()
+  if [[ -n $ENGINE_CPUS ]]; then
+    [[ $ENGINE_CPUS =~ ^[0-9]+-[0-9]+$ ]] || die "managed: --engine-cpus takes one range, e.g. 0-3"
+    local rest; rest=$("$PY" -c 'import os, sys
+a, b = map(int, sys.argv[1].split("-"))
+print(",".join(str(c) for c in sorted(os.sched_getaffinity(0) - set(range(a, b + 1)))))' "$ENGINE_CPUS")
+    [[ -n $rest ]] || die "--engine-cpus $ENGINE_CPUS leaves no CPU for the server and the bench"
+    ours_pin=(taskset -c "$rest"); engine_pin=("--cpu-range" "$ENGINE_CPUS" "--cpu-range-batch" "$ENGINE_CPUS")
+  fi
+  # shellcheck disable=SC2086  # ENGINE_ARGS is a list of flags
+  export ASSISTANT_LLAMA_SERVER_EXTRA_ARGS=$("$PY" -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "${engine_pin[@]}" $ENGINE_ARGS)
+  local tag=p${SEARCH_PROCESSES:-0}
+  local res=$WORK/managed-$tag; mkdir -p "$res"
+  echo "search processes ${SEARCH_PROCESSES:-0}; ours on ${ours_pin[*]:-every CPU}; engine flags $ASSISTANT_LLAMA_SERVER_EXTRA_ARGS" >"$res/pinning.txt"
   { nvidia-smi; nvcc --version | tail -2; "$PY" --version; lscpu; } >"$res/environment.txt" 2>&1 || true
   cp "$WORK/engine-build.txt" "$res/"; find "$WORK/cache" -name build.log -exec cp {} "$res/engine-build.log" \; || true
   for name in ${MODELS//,/ }; do
@@ -239,21 +256,21 @@ managed() {  # every model through the llama-server backend: ask, bench serve x 
     local style=chat; [[ $name == gemma-3-270m ]] && style=completion  # a base model without a chat template
     rm -rf "$res/$name"-*  # this model's results of an earlier invocation
     export ASSISTANT_LLAMA_SERVER_MODEL=$WORK/$name.gguf ASSISTANT_LLAMA_SERVER_PROMPT_STYLE=$style
-    "$PY" -m assistant.cli ask --collection docs "How do I install it?" >"$res/$name-ask.txt" 2>&1 || echo "ask: exit $?" >>"$res/$name-ask.txt"
+    "${ours_pin[@]}" "$PY" -m assistant.cli ask --collection docs "How do I install it?" >"$res/$name-ask.txt" 2>&1 || echo "ask: exit $?" >>"$res/$name-ask.txt"
     for r in $(seq "$RUNS"); do
-      ASSISTANT_LLAMA_SERVER_SAMPLING=$BENCH_SAMPLING "$PY" -m assistant.cli bench serve --collection docs --concurrency 1,4,16,64 \
+      ASSISTANT_LLAMA_SERVER_SAMPLING=$BENCH_SAMPLING "${ours_pin[@]}" "$PY" -m assistant.cli bench serve --collection docs --concurrency 1,4,16,64 \
         ${REQUESTS:+--requests $REQUESTS} ${ROUNDS:+--rounds $ROUNDS} ${MAX_TOKENS:+--max-tokens $MAX_TOKENS} --json \
         --out "$res/$name-run$r" >"$res/$name-run$r.stdout.json" 2>"$res/$name-run$r.stderr.log" || echo "bench serve $name run $r failed"
     done
-    "$PY" -m assistant.cli serve --port 8010 >"$res/$name-serve.log" 2>&1 &
+    "${ours_pin[@]}" "$PY" -m assistant.cli serve --port 8010 >"$res/$name-serve.log" 2>&1 &
     local assistant=$!
     for _ in $(seq 240); do http_ok http://127.0.0.1:8010/health && break; sleep 0.5; done
     "$PY" -m assistant.cli status --json --url http://127.0.0.1:8010 >"$res/$name-status.json" 2>&1 || echo "status: exit $?"
     kill $assistant 2>/dev/null || true; wait $assistant 2>/dev/null || true
   done
   "$PY" -m assistant.cli doctor --json >"$res/doctor.json" 2>"$res/doctor.stderr.log" || echo "doctor: exit $?"
-  tar -C "$WORK" -czf "$OUT/managed.tar.gz" managed
-  "$PY" - "$res" "${MODELS//,/ }" >"$OUT/managed-summary.json" <<'PYEOF' || echo "the summary failed: the runs are in managed.tar.gz"
+  tar -C "$WORK" -czf "$OUT/managed-$tag.tar.gz" "managed-$tag"
+  "$PY" - "$res" "${MODELS//,/ }" >"$OUT/managed-$tag-summary.json" <<'PYEOF' || echo "the summary failed: the runs are in managed-$tag.tar.gz"
 import json, os, statistics, sys
 from pathlib import Path
 res, models = Path(sys.argv[1]), sys.argv[2].split()

@@ -138,7 +138,9 @@ def render(style: str, blocks: list[str], history: list[Message], question: str)
         for m in history:
             turns.append(f"Question: {m['content']}" if m["role"] == "user" else f"Answer: {m['content']}")
         convo = "".join(t + ("\n" if t.startswith("Question:") else "\n\n") for t in turns)
-        text = f"{COMPLETION_PREFIX}Context:\n{sources}\n\n{convo}Question: {question}\nAnswer:"
+        # The earlier turns before this turn's sources: what repeats from turn to turn comes first, so an
+        # engine that keeps the last prompt's KV (llama-server's cache_prompt) evaluates only the new part.
+        text = f"{COMPLETION_PREFIX}{convo}Context:\n{sources}\n\nQuestion: {question}\nAnswer:"
         return [Message(role="user", content=text)]
     # The sources go in the last message, right before the question: the system prompt stays the same
     # bytes for every question and a small model reads the question next to what answers it.

@@ -23,6 +23,7 @@ import httpx
 
 from assistant.backends.base import BackendError
 from assistant.backends.engine_process import HOST, EngineProcess
+from assistant.backends.llama_server_args import draft_file, speculative_args, split_args
 from assistant.backends.managed_server import ManagedServerBackend
 
 if TYPE_CHECKING:
@@ -47,6 +48,8 @@ class Launch:
     threads: int | None = None  # -t; None = llama-server's own choice (a thread per core)
     build: dict[str, Any] | None = None  # the build record of the binary, when it was built here
     extra: list[str] = field(default_factory=list)
+    split: list[str] = field(default_factory=list)  # -sm / -ts / -mg (llama_server_args.split_args)
+    speculative: list[str] = field(default_factory=list)  # --spec-type / -md / draft sizes
 
 
 def build_command(cfg: "LlamaServerSettings", launch: Launch, port: int, host: str = HOST) -> list[str]:
@@ -56,13 +59,10 @@ def build_command(cfg: "LlamaServerSettings", launch: Launch, port: int, host: s
         "-np", str(launch.slots), "-c", str(launch.slots * launch.ctx_per_slot), "-ngl", str(launch.gpu_layers),
         "-fa", cfg.flash_attn, "--cont-batching", "--metrics", "--slots", "--no-webui", "--jinja",
     ]  # fmt: skip
-    if cfg.tensor_split:
-        cmd += ["-ts", ",".join(f"{share:g}" for share in cfg.tensor_split)]
-    if cfg.main_gpu is not None:
-        cmd += ["-mg", str(cfg.main_gpu)]
+    cmd += launch.split or split_args(cfg, [])
     if launch.threads:
         cmd += ["-t", str(launch.threads)]
-    return cmd + list(cfg.extra_args)
+    return cmd + launch.speculative + list(cfg.extra_args)
 
 
 def model_file(settings: "Settings") -> Path:
@@ -114,9 +114,16 @@ def resolve_launch(settings: "Settings", free_gpu_bytes: list[int] | None = None
     if threads is None and free_gpu_bytes and gpu_layers >= gguf.layers:
         threads = llama_server_threads(os.cpu_count() or 1)
         why += f"; {threads} CPU threads, every layer being on the GPUs"
+    split = split_args(cfg, free_gpu_bytes if gpu_layers else [])
+    if len(free_gpu_bytes) > 1 and gpu_layers and not cfg.tensor_split and cfg.split_mode != "none":
+        why += f"; split over {len(free_gpu_bytes)} GPUs by their free memory ({cfg.split_mode or 'layer'} mode)"
+    speculative = speculative_args(cfg, draft_file(cfg), str(binary))
+    if speculative:
+        why += f"; speculative decoding ({cfg.spec_type})"
     return Launch(
         binary=str(binary), model=str(path), alias=cfg.alias or path.name.removesuffix(".gguf"), slots=slots,
         ctx_per_slot=ctx, gpu_layers=gpu_layers, why=why, threads=threads, build=build.to_dict() if build else None,
+        split=split, speculative=speculative,
     )  # fmt: skip
 
 

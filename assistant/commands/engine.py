@@ -50,7 +50,7 @@ def found_archs() -> list[int]:
 
 
 def run_build(args: argparse.Namespace, settings: Settings) -> int:
-    from assistant.engines.cuda import BuildRefused, find_toolkit, parse_arch
+    from assistant.engines.cuda import BuildRefused, build_warnings, find_toolkit, parse_arch
     from assistant.engines.llama_server import build_llama_server, builds, llama_cpp_python_version, variant_name
 
     if args.jobs < 1:
@@ -64,6 +64,8 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
         return _fail(f"--nvcc {args.nvcc} is not a working nvcc")
     if archs and toolkit is not None:
         print(f"assistant engine: {toolkit.label} for {', '.join(f'sm_{a}' for a in archs)}")
+        for warning in build_warnings(toolkit, archs):
+            print(f"assistant engine: warning: {warning}", file=sys.stderr)
     elif not archs:
         print("assistant engine: a CPU build" + ("" if args.cpu else " (no NVIDIA GPU found; --cuda-arch builds for one)"))
     try:

@@ -16,7 +16,7 @@ from indexes.ocr_tools import find_tools, split_languages
 from indexes.terminal_text import terminal_safe
 
 from assistant.backends.model_choice import answering_model, model_line, server_agrees
-from assistant.engines.checks import engine_report
+from assistant.engines.checks import add_toolkit_facts, engine_report
 from assistant.gpu.model import QUANTS
 from assistant.settings import Settings
 
@@ -44,11 +44,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_common(p)
     p.add_argument("--model", required=True, help="model directory (config.json + safetensors) or a config.json")
     p.add_argument("--gpu", required=True, help="v100-16g | v100-32g | a100-80g | h100-80g | h200 | <GiB>,<GB/s>")
-    p.add_argument("--gpus", type=int, default=1, help="number of GPUs (tensor parallel)")
+    p.add_argument("--gpus", type=int, help="number of GPUs (tensor parallel; default 1, or as many as --facts shows)")
     p.add_argument("--quant", choices=QUANTS, default="fp16", help="weight format")
     p.add_argument("--max-model-len", type=int, default=4096, help="context length per sequence")
     p.add_argument("--kv-cache-dtype", choices=["auto", "fp8"], default="auto", help="KV-cache dtype")
     p.add_argument("--gpu-memory-utilization", type=float, default=0.90, help="share of GPU memory vLLM may use")
+    p.add_argument("--facts", metavar="PATH", help="the GPUs' free memory from recorded facts (a probe folder or a facts "
+                   "JSON, as doctor takes): llama-server's -ts; --gpus defaults to their number")  # fmt: skip
+    p.add_argument("--split-mode", choices=["layer", "row", "none"],
+                   help="llama-server's -sm over several GPUs (default: llama_server.split_mode)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     p.set_defaults(func=run_plan)
 
@@ -80,7 +84,11 @@ def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
     from assistant.gpu.probe import collect_facts
 
     try:
-        facts = load_facts(args.facts) if args.facts else collect_facts()
+        if args.facts:
+            facts = load_facts(args.facts)
+        else:
+            facts = collect_facts()
+            add_toolkit_facts(settings, facts)
         facts.intent = intent_from(
             args.preset, args.model, args.dtype, args.kv_cache_dtype, args.tensor_parallel_size, args.quant,
             args.max_model_len, args.gpu_memory_utilization, base=facts.intent,
@@ -137,15 +145,26 @@ def run_plan(args: argparse.Namespace, settings: Settings) -> int:
     from assistant.gpu.plan import PlanRequest, make_plan
     from assistant.gpu.presets import get_preset
 
+    from assistant.backends.llama_server_args import speculative_args
+    from assistant.gpu.smi import load_facts
+
     try:
         model = load_model(args.model)
+        free = [g.memory_free_bytes or 0 for g in load_facts(args.facts).gpus] if args.facts else None
+        gpus = args.gpus or (len(free) if free else 1)
+        if free is not None and len(free) != gpus:
+            raise ValueError(f"--facts shows {len(free)} GPU(s), --gpus says {gpus}")
         req = PlanRequest(
-            gpu=parse_gpu_arg(args.gpu), gpus=args.gpus, quant=args.quant, max_model_len=args.max_model_len,
+            gpu=parse_gpu_arg(args.gpu), gpus=gpus, quant=args.quant, max_model_len=args.max_model_len,
             kv_cache_dtype=args.kv_cache_dtype, gpu_memory_utilization=args.gpu_memory_utilization,
+            free_bytes=tuple(free) if free else None, split_mode=args.split_mode or settings.llama_server.split_mode,
         )  # fmt: skip
         plan = make_plan(model, req)
     except (FileNotFoundError, ValueError) as exc:
         return _fail(str(exc))
+    cfg = settings.llama_server  # what the backend adds to the plan's flags: -mg, speculative decoding, extra flags
+    plan.llama_server_args += (["-mg", str(cfg.main_gpu)] if cfg.main_gpu is not None else []) + speculative_args(
+        cfg, cfg.draft_model or None) + list(cfg.extra_args)  # fmt: skip
     if args.json:
         _print_json(plan.to_dict())
         return 0 if plan.ok else 1
@@ -288,6 +307,8 @@ def run_presets(args: argparse.Namespace, settings: Settings) -> int:
     for p in presets:
         console.print(f"[bold]{p.name}[/bold]  ({p.mode}) {escape(p.rig)}")
         console.print(escape(f"  {p.command()}"), soft_wrap=True)
+        if p.backend != "vllm":
+            console.print(escape(f"  then: assistant serve --backend openai (the {p.engine} server started above)"), soft_wrap=True)
         for note in p.notes:
             console.print(f"  [dim]{escape(note)}[/]")
     return 0

@@ -35,12 +35,17 @@ def overrides(args: argparse.Namespace) -> dict:
         out[section] = {"model_path": args.model} if backend == "llamacpp" else {"model": args.model}
     vllm: dict = {}
     if args.preset:
-        from assistant.gpu.presets import preset_settings
+        from assistant.gpu.presets import get_preset, preset_settings
 
         try:
-            vllm.update(preset_settings(args.preset, VLLMSettings.model_fields))
+            preset = get_preset(args.preset)
         except KeyError as exc:
             raise SystemExit(f"assistant serve: {exc.args[0]}") from None
+        if preset.backend != "vllm":
+            raise SystemExit(f"assistant serve: the preset {preset.name} is for {preset.engine}, which runs on its own: "
+                             f"start it with `{preset.command()}` in its environment, then serve with --backend openai "
+                             "and openai.base_url pointing at it")  # fmt: skip
+        vllm.update(preset_settings(args.preset, VLLMSettings.model_fields))
     vllm.update(out.get("vllm", {}))
     if args.tensor_parallel_size:
         vllm["tensor_parallel_size"] = args.tensor_parallel_size

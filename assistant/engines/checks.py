@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from assistant.engines.cuda import gpu_archs
+from assistant.engines.cuda import find_toolkit, gpu_archs
 from assistant.engines.llama_server import Build, find_binary
 
 if TYPE_CHECKING:
-    from assistant.gpu.facts import GpuFacts
+    from assistant.gpu.facts import Facts, GpuFacts
     from assistant.settings import Settings
 
 BUILD_CPU = "assistant engine build llama-server --cpu"
@@ -83,6 +83,15 @@ def in_process_offload(settings: "Settings", gpus: list["GpuFacts"]) -> dict[str
         "torch, ONNX Runtime): on an H200 that crashed at the first question in every load order",
         f"run the engine in its own process: {build_command(gpus)}, then serve with backend = llama-server",
     )  # fmt: skip
+
+
+def add_toolkit_facts(settings: "Settings", facts: "Facts") -> None:
+    """The CUDA toolkit a build would use and the built llama-server's record, for doctor's toolkit rule."""
+    toolkit = find_toolkit()
+    facts.nvcc_cuda = f"{toolkit.version[0]}.{toolkit.version[1]}" if toolkit else None
+    _, build = find_binary(settings.llama_server.binary)
+    if build is not None and build.cuda:
+        facts.llama_server_build = {"cuda": build.cuda, "cuda_archs": list(build.cuda_archs)}
 
 
 def engine_report(settings: "Settings", gpus: list["GpuFacts"]) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 CUDA 13 dropped Maxwell, Pascal and Volta: its nvcc has no sm_70 target, and a llama.cpp built with it
 fails on a V100 with "no kernel image is available for execution on the device". Hopper (sm_90) needs
-11.8 or newer. A build for such a pair is refused before it starts, saying which toolkit would do.
+11.8 or newer. A build for such a pair is refused before it starts, saying which toolkit would do. A CUDA
+12.9 build for sm_70 is made but warned about: it fails to allocate the weights on a V100-32GB (gpu/volta.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
+
+from assistant.gpu.volta import CUDA_SM70_GOOD, sm70_toolkit_warning
 
 # the lowest compute capability (without the dot) each CUDA major version still compiles for
 LOWEST_ARCH = {13: 75, 12: 50, 11: 35}
@@ -77,13 +80,19 @@ def check_archs(toolkit: Toolkit | None, archs: list[int]) -> None:
         names = ", ".join(f"sm_{a}" for a in too_old)
         raise BuildRefused(
             f"{toolkit.label} cannot build for {names}: CUDA {major} dropped GPUs below sm_{lowest} (V100s are "
-            "sm_70). Install a CUDA 12.x toolkit, which still builds for them, and point CUDACXX at its nvcc "
-            "or pass --nvcc, e.g. --nvcc /usr/local/cuda-12.4/bin/nvcc"
+            f"sm_70). Install CUDA {CUDA_SM70_GOOD}, which still builds for them (12.9 builds fail on V100-32GB), "
+            f"and point CUDACXX at its nvcc or pass --nvcc, e.g. --nvcc /usr/local/cuda-{CUDA_SM70_GOOD}/bin/nvcc"
         )
     for arch in archs:
         first = FIRST_CUDA.get(arch)
         if first and (major, minor) < first:
             raise BuildRefused(f"{toolkit.label} cannot build for sm_{arch}: that needs CUDA {first[0]}.{first[1]} or newer")
+
+
+def build_warnings(toolkit: Toolkit, archs: list[int]) -> list[str]:
+    """What a build this toolkit can make still gets wrong on these architectures (the build goes on)."""
+    warning = sm70_toolkit_warning(toolkit.version, archs)
+    return [warning] if warning else []
 
 
 def gpu_archs(gpus: Iterable[Any]) -> list[int]:

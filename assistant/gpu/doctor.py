@@ -37,6 +37,7 @@ def intent_from(
             quant=p.quant,
             max_model_len=p.max_model_len,
             gpu_memory_utilization=p.gpu_memory_utilization,
+            engine=p.engine,
             source=f"preset {p.name}",
         )
     flags = {

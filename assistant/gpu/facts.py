@@ -88,6 +88,7 @@ class Intent:
     gpu_memory_utilization: float | None = None
     model: str | None = None
     model_config: dict[str, Any] | None = None  # the model's config.json
+    engine: str | None = None  # vllm (upstream) | 1cat-vllm (the V100 fork, behind the openai backend)
     source: str = ""
 
 
@@ -102,6 +103,8 @@ class Facts:
     vllm_version: str | None = None
     llama_cpp_version: str | None = None
     llama_cpp_gpu_offload: bool | None = None
+    nvcc_cuda: str | None = None  # the CUDA toolkit `engine build` would use, e.g. "12.9"
+    llama_server_build: dict[str, Any] | None = None  # the built llama-server's record: cuda, cuda_archs
     shm_bytes: int | None = None
     env: dict[str, str] = field(default_factory=dict)
     topology: dict[str, str] = field(default_factory=dict)  # "0-1" -> "NV2" | "PHB" | "SYS" | ...

@@ -16,10 +16,11 @@ import os
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from assistant.gpu.hardware import GIB, GpuSpec
+from assistant.gpu.hardware import GIB, GpuSpec, sm_name
 from assistant.gpu.model import ModelInfo
 from assistant.gpu.presets import presets_for
 from assistant.gpu.support import engine_for, is_fp8, kernel_support
+from assistant.gpu.volta import VLLM_SM70_SOURCE, VLLM_WITHOUT_SM70
 
 CUDA_CONTEXT_BYTES = int(0.75 * GIB)
 CUDA_GRAPHS_BYTES = int(0.5 * GIB)
@@ -38,6 +39,8 @@ class PlanRequest:
     max_num_batched_tokens: int = 2048
     max_num_seqs: int = 256
     enforce_eager: bool | None = None  # None = on for 16 GB cards
+    free_bytes: tuple[int, ...] | None = None  # each GPU's free memory, when read (plan --facts): llama-server's -ts
+    split_mode: str | None = None  # llama-server's -sm with several GPUs: layer | row | none
 
 
 @dataclass
@@ -197,7 +200,13 @@ def make_plan(model: ModelInfo, req: PlanRequest, with_options: bool = True) -> 
         command="",
     )
     _launch_line(plan, model, req, eager)
-    plan.llama_server_args = llama_server_args(plan.max_concurrent_seqs, req.max_model_len, req.gpus, os.cpu_count() or 1)
+    plan.llama_server_args = llama_server_args(plan.max_concurrent_seqs, req.max_model_len, req.gpus, os.cpu_count() or 1,
+                                               list(req.free_bytes or []), req.split_mode)  # fmt: skip
+    cc = req.gpu.capability
+    if plan.engine == "vllm" and cc is not None and cc < (7, 5):
+        plan.notes.append(f"upstream vLLM {'.'.join(map(str, VLLM_WITHOUT_SM70))} and later ship no {sm_name(cc)} kernels "
+                          f"({VLLM_SM70_SOURCE}): pin vllm<0.21, or serve with backend = llama-server, or a V100 fork "
+                          "behind backend = openai (presets ending -1cat-awq)")  # fmt: skip
     plan.presets = [p.name for p in presets_for(req.gpu.key, req.gpus)]
     if with_options and not plan.ok:
         plan.options = _options(model, req, plan, support.alternatives)
@@ -216,14 +225,28 @@ def llama_server_threads(cpus: int) -> int:
     return max(1, min(4, cpus // 4))
 
 
-def llama_server_args(seqs: int, ctx_per_slot: int, gpus: int, cpus: int) -> list[str]:
+def split_shares(free_bytes: list[int]) -> list[float] | None:
+    """-ts for several GPUs: each one's free memory in GiB (one decimal), so that llama.cpp gives a card
+    already holding something a smaller share of the model; None for one GPU or none."""
+    if len(free_bytes) < 2:
+        return None
+    return [round(max(free, 0) / GIB, 1) for free in free_bytes]
+
+
+def llama_server_args(seqs: int, ctx_per_slot: int, gpus: int, cpus: int, free_bytes: list[int] | None = None,
+                      split_mode: str | None = None) -> list[str]:
     """llama-server's flags for a plan: every layer on the GPUs, as many slots as full-length sequences
-    fit (64 at most), the context of all slots together (-c = slots x context per slot), a few CPU threads."""
+    fit (64 at most), the context of all slots together (-c = slots x context per slot), a few CPU threads;
+    with several GPUs the split mode and -ts from each card's free memory (equal shares when not known)."""
     slots = min(LLAMA_SERVER_MAX_SLOTS, max(1, seqs))
     args = ["-ngl", "999", "-np", str(slots), "-c", str(slots * ctx_per_slot), "-fa", "on",
             "-t", str(llama_server_threads(cpus))]  # fmt: skip
     if gpus > 1:
-        args += ["-ts", ",".join(["1"] * gpus)]
+        if split_mode:
+            args += ["-sm", split_mode]
+        shares = split_shares(free_bytes or []) if free_bytes and len(free_bytes) == gpus else [1.0] * gpus
+        if split_mode != "none":
+            args += ["-ts", ",".join(f"{s:g}" for s in shares or [])]
     return args
 
 

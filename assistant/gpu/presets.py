@@ -6,13 +6,17 @@ plain data: vLLM flags plus environment variables, for `serve --backend vllm --p
 and `doctor --preset NAME`.
 
 The engines decide what runs: vLLM's AWQ kernels need sm_75, so the V100 presets use GPTQ 4-bit
-(plain GPTQ kernels run on sm_70) and float16 (no native BF16 before sm_80).
+(plain GPTQ kernels run on sm_70) and float16 (no native BF16 before sm_80). Upstream vLLM >= 0.21 runs
+none of them on sm_70 (gpu/volta.py); the `-1cat-awq` presets are for a V100 fork the user starts and the
+assistant reaches with backend = openai.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Literal
+
+from assistant.gpu.volta import V100_FORK, V100_FORK_TITLE
 
 Mode = Literal["interactive", "batch"]
 
@@ -28,6 +32,7 @@ class Preset:
     flags: dict[str, Any]  # vLLM flag name (without --) -> value; True = a bare switch
     env: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    engine: str = "vllm"  # or a V100 fork (gpu/volta.py), started by the user, reached with backend = openai
 
     @property
     def max_model_len(self) -> int:
@@ -59,6 +64,11 @@ class Preset:
         """The preset as `settings.vllm` values: each flag's name with `_` for `-`, plus `env`."""
         return {name.replace("-", "_"): value for name, value in self.flags.items()} | {"env": dict(self.env)}
 
+    @property
+    def backend(self) -> str:
+        """The assistant's backend for this preset: vllm manages upstream vLLM; a fork runs on its own."""
+        return "vllm" if self.engine == "vllm" else "openai"
+
     def command(self, model: str = "MODEL") -> str:
         env = " ".join(f"{k}={v}" for k, v in self.env.items())
         return " ".join(p for p in [env, "vllm serve", model, *self.vllm_args()] if p)
@@ -67,6 +77,7 @@ class Preset:
         out = asdict(self)
         out["notes"] = list(self.notes)
         out["vllm_args"] = self.vllm_args()
+        out["backend"] = self.backend
         return out
 
 
@@ -91,6 +102,21 @@ def _rig(
 
 
 _NVLINK_ENV = {"NCCL_P2P_LEVEL": "NVL"}
+
+
+def _fork(gpus: int, seqs: int) -> Preset:
+    """The V100 fork serving a 27B AWQ model on `gpus` V100-32GB: run by the user in its own environment
+    (CUDA 12.8, torch 2.9.1+cu128), the assistant pointed at it with backend = openai."""
+    flags = {"tensor-parallel-size": gpus, "dtype": "float16", "quantization": "awq", "max-model-len": 32768,
+             "gpu-memory-utilization": 0.90, "max-num-seqs": seqs, "enable-prefix-caching": True}  # fmt: skip
+    notes = (
+        f"upstream vLLM >= 0.21 has no sm_70 kernels (gpu/volta.py); this preset is for {V100_FORK_TITLE}",
+        "the fork serves Qwen3.5/3.6-27B-AWQ on 2 or 4 V100-32GB with its own AWQ kernels and attention backend",
+        "serve the assistant with backend = openai, openai.base_url = http://HOST:8000/v1, openai.model = the served name",
+    )
+    env = _NVLINK_ENV if gpus > 1 else {}
+    return Preset(f"v100x{gpus}-32g-1cat-awq", f"{gpus} x V100 32 GB, the 1Cat-vLLM fork, tensor parallel {gpus}",
+                  "v100-32g", gpus, "interactive", "awq", flags, env, notes, engine=V100_FORK)  # fmt: skip
 
 PRESETS: dict[str, Preset] = {
     p.name: p
@@ -149,6 +175,8 @@ PRESETS: dict[str, Preset] = {
                 "field reports: ~400 tok/s aggregate at 4 concurrent",
             ),
         ),  # fmt: skip
+        _fork(2, 16),
+        _fork(4, 32),
     ]
 }
 
@@ -162,6 +190,11 @@ def get_preset(name: str) -> Preset:
         return PRESETS[name]
     except KeyError:
         raise KeyError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}") from None
+
+
+def fork_presets(gpus: int | None = None) -> list[Preset]:
+    """The presets of V100 forks (for `gpus` GPUs, or any)."""
+    return [p for p in PRESETS.values() if p.engine != "vllm" and gpus in (None, p.gpus)]
 
 
 def presets_for(gpu: str, gpus: int) -> list[Preset]:

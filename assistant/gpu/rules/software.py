@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from assistant.gpu.facts import Facts
 from assistant.gpu.hardware import GIB, arch_runs_on, sm_name
+from assistant.gpu.presets import fork_presets
 from assistant.gpu.rules.base import NO_GPU, Status, min_cc, rule, version_tuple, visible
 from assistant.gpu.support import (
     NATIVE_BF16_CAPABILITY,
@@ -16,6 +17,15 @@ from assistant.gpu.support import (
     VLLM_V1_ON_VOLTA,
     is_fp8,
     kernel_support,
+)
+from assistant.gpu.volta import (
+    CUDA_SM70_GOOD,
+    V100_FORK,
+    V100_FORK_TITLE,
+    VLLM_SM70_SOURCE,
+    sm70_toolkit_warning,
+    vllm_lacks_sm70,
+    vllm_way_out,
 )
 
 CPU_DEFAULT = (
@@ -26,6 +36,10 @@ TORCH_FOR_VOLTA = (
     "install a torch whose torch.cuda.get_arch_list() includes {sm}: for sm_70 that is the CUDA 12.6 build "
     "(pip install torch --index-url https://download.pytorch.org/whl/cu126); CUDA 13 builds, and CUDA 12.8 builds "
     "from torch 2.11 on, carry no Volta kernels"
+)
+REBUILD_SM70 = (
+    f"install CUDA {CUDA_SM70_GOOD} and build with it: assistant engine build llama-server --cuda-arch 70 "
+    f"--nvcc /usr/local/cuda-{CUDA_SM70_GOOD}/bin/nvcc --force"
 )
 # Oldest driver branch shipped with each CUDA toolkit.
 DRIVER_FOR_CUDA = {
@@ -110,10 +124,20 @@ def vllm_version(facts: Facts) -> tuple[Status, str, str]:
     gpus = visible(facts)
     if not gpus:
         return NO_GPU
+    cc = min_cc(gpus)
+    if facts.intent.engine == V100_FORK:
+        return "pass", (f"served by {V100_FORK_TITLE} in its own environment, reached through the openai backend; "
+                        "the vLLM installed here is not used"), ""  # fmt: skip
     if not facts.vllm_version:
         return "skip", "vLLM is not installed (pip install 'local-rag-assistant[vllm]')", ""
-    cc = min_cc(gpus)
     v = facts.vllm_version
+    if cc and cc < (7, 5) and vllm_lacks_sm70(v):
+        return (
+            "fail",
+            f"vLLM {v} ships no kernels for {sm_name(cc)} ({VLLM_SM70_SOURCE}; its docs ask for compute capability "
+            "7.5 or newer): it stops at the first kernel with 'no kernel image is available for execution on the device'",
+            vllm_way_out([p.name for p in fork_presets(len(gpus))]),
+        )
     if cc and cc < (7, 0):
         return (
             "fail",
@@ -162,7 +186,10 @@ def quant_kernels(facts: Facts) -> tuple[Status, str, str]:
     q = facts.intent.quant
     if not q or q in ("fp16", "bf16"):
         return "skip", "no quantization requested (give --quant or --preset)", ""
-    s = kernel_support(q, min_cc(gpus), facts.intent.kv_cache_dtype or "auto")
+    cc = min_cc(gpus)
+    if facts.intent.engine == V100_FORK and q == "awq" and cc and cc >= (7, 0):
+        return "pass", f"AWQ through {V100_FORK_TITLE}: its own AWQ kernels run on {sm_name(cc)}", ""
+    s = kernel_support(q, cc, facts.intent.kv_cache_dtype or "auto")
     if not s.supported:
         alts = {
             "gptq": "GPTQ 4-bit (vLLM's plain GPTQ kernels run on sm_70)",
@@ -224,3 +251,34 @@ def fp8_kv(facts: Facts) -> tuple[Status, str, str]:
             "keep it when the context matters more than speed; otherwise --kv-cache-dtype auto",
         )
     return "pass", f"--kv-cache-dtype {kv} is native on {sm_name(cc) if cc else 'these GPUs'}", ""
+
+
+@rule("llama-server-cuda", "CUDA toolkit for a llama-server build on these GPUs")
+def llama_server_cuda(facts: Facts) -> tuple[Status, str, str]:
+    """llama.cpp on V100s: CUDA 13 cannot build for sm_70, and CUDA 12.9 builds fail on V100-32GB."""
+    gpus = visible(facts)
+    if not gpus:
+        return NO_GPU
+    cc = min_cc(gpus)
+    volta = cc is not None and cc < (7, 5)
+    build = facts.llama_server_build or {}
+    if build.get("cuda") and build.get("cuda_archs"):
+        made = version_tuple(str(build["cuda"]))[:2]
+        archs = [int(a) for a in build["cuda_archs"]]
+        warning = sm70_toolkit_warning(made, archs) if volta else None  # type: ignore[arg-type]
+        if warning:
+            return "warn", f"the llama-server built here: {warning}", REBUILD_SM70
+        return "pass", f"the llama-server built here: CUDA {build['cuda']} for sm_{', sm_'.join(map(str, archs))}", ""
+    if not facts.nvcc_cuda:
+        return "skip", "no CUDA toolkit found and no CUDA llama-server built", ""
+    tk = version_tuple(facts.nvcc_cuda)[:2]
+    if volta and tk[0] >= 13:
+        return (
+            "fail",
+            f"nvcc is CUDA {facts.nvcc_cuda}: CUDA 13 dropped Volta, `engine build --cuda-arch 70` is refused",
+            REBUILD_SM70,
+        )
+    warning = sm70_toolkit_warning(tk, [70]) if volta else None  # type: ignore[arg-type]
+    if warning:
+        return "warn", f"nvcc is CUDA {facts.nvcc_cuda}: {warning}", REBUILD_SM70
+    return "pass", f"nvcc is CUDA {facts.nvcc_cuda}", ""

@@ -56,8 +56,12 @@ def test_completion_prompt_layout_and_stops():
     p = build_prompt("Why?", [hit(0)], backend, 64, 8, history=history)
     (message,) = p.messages
     text = message["content"]
-    assert text.startswith(COMPLETION_PREFIX + "Context:\n<sources>\n[1] Page 0 — docs/page0.md\n")
-    assert text.endswith("\n\nQuestion: What is it?\nAnswer: A fox [1].\n\nQuestion: Why?\nAnswer:")
+    # what repeats from turn to turn first (the instructions, the earlier turns), this turn's sources last
+    assert text.startswith(COMPLETION_PREFIX + "Question: What is it?\nAnswer: A fox [1].\n\nContext:\n<sources>\n[1] Page 0")
+    assert text.endswith("</sources>\n\nQuestion: Why?\nAnswer:")
+    later = history + [{"role": "user", "content": "Why?"}, {"role": "assistant", "content": "It is quick [1]."}]
+    next_text = build_prompt("How?", [hit(1)], backend, 64, 8, history=later).messages[0]["content"]
+    assert next_text.startswith(text.split("Context:")[0] + "Question: Why?\nAnswer: It is quick [1].\n\nContext:")
     assert p.stop == ["\n\n", "Question:"] and p.history_used == 2
     assert completion_text(p.messages) == text
 

@@ -4,6 +4,7 @@ free memory and the GGUF (no engine started here; tests/assistant/backends/test_
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,7 @@ from assistant.backends.llama_server import CPU_SLOTS, Launch, build_command, re
 from assistant.gpu.gguf import GGUFError, read_metadata, read_model
 from assistant.gpu.hardware import GIB
 from assistant.gpu.plan import llama_server_args, llama_server_slots, llama_server_threads
+from assistant.gpu.smi import load_facts
 
 
 @pytest.fixture
@@ -93,3 +95,67 @@ def test_the_gguf_header_gives_the_kv_cache_shape_without_reading_tensors(gguf_p
     cut.write_bytes(gguf_path.read_bytes()[:64])
     with pytest.raises(GGUFError, match="ends inside its header"):
         read_metadata(cut)
+
+
+TWO_H200 = Path(__file__).parents[2] / "fixtures" / "gpu" / "h200-x2"  # the recorded two-GPU probe
+
+
+def flags(cmd: list[str]) -> dict[str, str]:
+    return {cmd[i]: cmd[i + 1] for i in range(1, len(cmd) - 1) if cmd[i].startswith("-")}
+
+
+@pytest.mark.parametrize("mode", ["layer", "row"])
+def test_one_model_over_two_gpus_splits_by_each_cards_free_memory(settings_factory, binary, gguf_path, mode):
+    free = [g.memory_free_bytes for g in load_facts(TWO_H200).gpus]
+    settings = settings_factory(llama_server={"binary": binary, "model": str(gguf_path), "split_mode": mode, "main_gpu": 1})
+    launch = resolve_launch(settings, free_gpu_bytes=free)
+    cmd = flags(build_command(settings.llama_server, launch, 1))
+    assert cmd["-sm"] == mode and cmd["-ts"] == "139.8,139.8" and cmd["-mg"] == "1" and cmd["-ngl"] == "999"
+    assert f"split over 2 GPUs by their free memory ({mode} mode)" in launch.why
+    busy = resolve_launch(settings, free_gpu_bytes=[free[0], free[1] - 60 * GIB])  # a card already holding 60 GiB
+    assert flags(build_command(settings.llama_server, busy, 1))["-ts"] == "139.8,79.8"
+
+
+def test_a_split_as_set_wins_and_split_mode_none_keeps_the_model_on_the_main_gpu(settings_factory, binary, gguf_path):
+    fixed = settings_factory(llama_server={"binary": binary, "model": str(gguf_path), "tensor_split": [3, 1]})
+    assert flags(build_command(fixed.llama_server, resolve_launch(fixed, [80 * GIB, 80 * GIB]), 1))["-ts"] == "3,1"
+    none = settings_factory(llama_server={"binary": binary, "model": str(gguf_path), "split_mode": "none", "main_gpu": 1})
+    cmd = build_command(none.llama_server, resolve_launch(none, [80 * GIB, 80 * GIB]), 1)
+    assert "-ts" not in cmd and flags(cmd)["-sm"] == "none" and flags(cmd)["-mg"] == "1"
+    one = settings_factory(llama_server={"binary": binary, "model": str(gguf_path)})
+    assert "-ts" not in build_command(one.llama_server, resolve_launch(one, [80 * GIB]), 1), "one GPU: nothing to split"
+
+
+def test_plan_prints_the_split_from_the_recorded_two_gpu_probe(tmp_path):
+    from assistant.gpu.plan import llama_server_args
+
+    free = [g.memory_free_bytes for g in load_facts(TWO_H200).gpus]
+    args = llama_server_args(64, 4096, 2, 16, free, "row")
+    assert args[args.index("-sm") + 1] == "row" and args[args.index("-ts") + 1] == "139.8,139.8"
+    assert llama_server_args(64, 4096, 2, 16)[-2:] == ["-ts", "1,1"], "without free memory read: equal shares"
+
+
+def test_speculative_decoding_flags_come_from_the_settings(settings_factory, binary, gguf_path, tmp_path):
+    draft = tmp_path / "draft.gguf"
+    draft.write_bytes(b"GGUF")
+    settings = settings_factory(llama_server={"binary": binary, "model": str(gguf_path), "draft_model": str(draft),
+                                              "draft_max": 8, "draft_min": 2, "draft_gpu_layers": 99,
+                                              "extra_args": ["--cache-reuse", "256"]})  # fmt: skip
+    launch = resolve_launch(settings, free_gpu_bytes=[])
+    cmd = build_command(settings.llama_server, launch, 1)
+    got = flags(cmd)
+    assert got["--spec-type"] == "draft-simple" and got["-md"] == str(draft) and got["--spec-draft-n-max"] == "8"
+    assert got["--spec-draft-n-min"] == "2" and got["-ngld"] == "99" and cmd[-2:] == ["--cache-reuse", "256"]
+    assert "speculative decoding (draft-simple)" in launch.why
+    with pytest.raises(BackendError, match="neither a GGUF file nor a packaged model"):
+        resolve_launch(settings_factory(llama_server={"binary": binary, "model": str(gguf_path), "draft_model": "nope"}), [])
+
+
+def test_mtp_is_refused_by_a_build_without_it(settings_factory, tmp_path, gguf_path):
+    old = tmp_path / "llama-server"
+    old.write_text("#!/bin/sh\necho '--spec-type none,draft-simple,ngram-simple'\n")
+    old.chmod(0o755)
+    settings = settings_factory(llama_server={"binary": str(old), "model": str(gguf_path), "draft_model": str(gguf_path),
+                                              "spec_type": "draft-mtp"})  # fmt: skip
+    with pytest.raises(BackendError, match="no MTP speculative decoding"):
+        resolve_launch(settings, free_gpu_bytes=[])

@@ -100,6 +100,13 @@ def test_unknown_preset_is_refused_with_the_known_names(tmp_path):
         main(["serve", "--backend", "vllm", "--model", "/m", "--preset", "nope", "--data-dir", str(tmp_path)])
 
 
+def test_a_v100_fork_preset_is_not_started_as_upstream_vllm(tmp_path):
+    from assistant.cli import main
+
+    with pytest.raises(SystemExit, match="v100x2-32g-1cat-awq is for 1cat-vllm, which runs on its own.*--backend openai"):
+        main(["serve", "--backend", "vllm", "--model", "/m", "--preset", "v100x2-32g-1cat-awq", "--data-dir", str(tmp_path)])
+
+
 @pytest.fixture
 def failing_vllm_settings(settings_factory):
     """Managed vLLM launched with an interpreter that has no vLLM: a real child that exits at once."""

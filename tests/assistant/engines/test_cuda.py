@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.engines.cuda import BuildRefused, Toolkit, check_archs, find_toolkit, parse_arch, parse_version
+from assistant.engines.cuda import BuildRefused, Toolkit, build_warnings, check_archs, find_toolkit, parse_arch, parse_version
 
 NVCC_12 = "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 12.4, V12.4.131\n"
 
@@ -31,7 +31,14 @@ def test_cuda_13_is_refused_for_v100s_with_the_fix():
         check_archs(Toolkit("/usr/local/cuda-13.0/bin/nvcc", (13, 0)), [70, 90])
     message = str(refused.value)
     assert "CUDA 13.0" in message and "sm_70" in message and "sm_90" not in message.split(":")[0]
-    assert "CUDA 12.x toolkit" in message and "--nvcc" in message
+    assert "Install CUDA 12.8" in message and "--nvcc /usr/local/cuda-12.8/bin/nvcc" in message
+
+
+def test_cuda_12_9_builds_for_v100s_with_a_warning_naming_the_issue_and_12_8():
+    check_archs(Toolkit("/usr/local/cuda-12.9/bin/nvcc", (12, 9)), [70])  # made, not refused
+    (warning,) = build_warnings(Toolkit("/usr/local/cuda-12.9/bin/nvcc", (12, 9)), [70, 80])
+    assert "llama.cpp#28416" in warning and "CUDA 12.8 works" in warning and "V100-32GB" in warning
+    assert build_warnings(Toolkit("nvcc", (12, 8)), [70]) == [] and build_warnings(Toolkit("nvcc", (12, 9)), [80, 90]) == []
 
 
 def test_cuda_12_builds_for_v100s_and_hopper_but_11_7_not_for_hopper():

@@ -223,6 +223,20 @@ def test_presets_json(cli):
     done = cli("presets", "--json")
     assert done.returncode == 0
     names = [p["name"] for p in json.loads(done.stdout)["presets"]]
-    assert len(names) == 6 and "v100-32g-batch" in names
+    assert len(names) == 8 and "v100-32g-batch" in names
+    fork = next(p for p in json.loads(done.stdout)["presets"] if p["name"] == "v100x2-32g-1cat-awq")
+    assert fork["engine"] == "1cat-vllm" and fork["backend"] == "openai" and fork["quant"] == "awq"
     text = cli("presets")
     assert "NCCL_P2P_LEVEL=NVL vllm serve MODEL" in text.stdout
+    assert "then: assistant serve --backend openai" in text.stdout
+
+
+def test_plan_for_two_gpus_splits_by_the_recorded_cards_free_memory(cli, config_27b):
+    probe = str(Path(__file__).parents[2] / "fixtures" / "gpu" / "h200-x2")
+    done = cli("plan", "--model", str(config_27b), "--gpu", "h200", "--quant", "gguf-q4_k_m", "--facts", probe,
+               "--split-mode", "row", "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    assert plan["gpus"] == 2 and " ".join(plan["llama_server_args"]).endswith("-sm row -ts 139.8,139.8")
+    mismatch = cli("plan", "--model", str(config_27b), "--gpu", "h200", "--gpus", "4", "--facts", probe)
+    assert mismatch.returncode == 2 and "--facts shows 2 GPU(s), --gpus says 4" in mismatch.stderr

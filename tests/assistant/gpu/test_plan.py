@@ -119,7 +119,8 @@ def test_json_keys_and_recommended_vllm_line():
     assert args[args.index("--dtype") + 1] == "float16"
     assert args[args.index("--quantization") + 1] == "gptq"
     assert args[args.index("--kv-cache-dtype") + 1] == "fp8"
-    assert p["presets"] == ["v100x2-32g-nvlink-interactive", "v100x2-32g-nvlink-batch"]
+    assert p["presets"] == ["v100x2-32g-nvlink-interactive", "v100x2-32g-nvlink-batch", "v100x2-32g-1cat-awq"]
+    assert any("vllm<0.21" in n for n in p["notes"]), "upstream vLLM >= 0.21 has no sm_70 kernels"
     json.dumps(p)  # JSON-ready
 
 

@@ -1,4 +1,5 @@
-"""Launch presets: the three V100 rigs in two modes, and each one checked by `plan` arithmetic."""
+"""Launch presets: the three V100 rigs in two modes for upstream vLLM, the V100 fork's two, and each one checked
+by `plan` arithmetic."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from assistant.gpu.hardware import GPU_SPECS
 from assistant.gpu.model import ModelInfo, ModelShape
 from assistant.gpu.plan import PlanRequest, make_plan
-from assistant.gpu.presets import get_preset, list_presets, presets_for
+from assistant.gpu.presets import fork_presets, get_preset, list_presets, presets_for
 from tests.assistant.gpu.scenarios import CONFIG_27B
 
 
@@ -17,10 +18,25 @@ def test_three_rigs_two_modes():
         "v100x2-16g-nvlink-interactive", "v100x2-16g-nvlink-batch",
         "v100-32g-interactive", "v100-32g-batch",
         "v100x2-32g-nvlink-interactive", "v100x2-32g-nvlink-batch",
+        "v100x2-32g-1cat-awq", "v100x4-32g-1cat-awq",
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize("preset", list_presets(), ids=lambda p: p.name)
+UPSTREAM = [p for p in list_presets() if p.engine == "vllm"]
+
+
+@pytest.mark.parametrize("preset", fork_presets(), ids=lambda p: p.name)
+def test_the_fork_presets_run_awq_on_their_own_and_fit(preset):
+    assert preset.backend == "openai" and preset.quant == "awq" and preset.flags["dtype"] == "float16"
+    assert preset.tensor_parallel_size == preset.gpus in (2, 4) and preset.gpu == "v100-32g"
+    req = PlanRequest(GPU_SPECS[preset.gpu], preset.gpus, "awq", preset.max_model_len, preset.kv_cache_dtype,
+                      preset.gpu_memory_utilization, max_num_seqs=preset.flags["max-num-seqs"])  # fmt: skip
+    plan = make_plan(ModelInfo(ModelShape.from_config(CONFIG_27B), "MODEL"), req)
+    assert plan.fits, plan.fit_reasons  # upstream vLLM's AWQ kernels need sm_75: the fork brings its own
+    assert any("vLLM 0.21.0 and later ship no sm_70 kernels" in n for n in plan.notes)
+
+
+@pytest.mark.parametrize("preset", UPSTREAM, ids=lambda p: p.name)
 def test_mode_shapes_the_flags(preset):
     flags = preset.flags
     if preset.mode == "interactive":
@@ -34,7 +50,7 @@ def test_mode_shapes_the_flags(preset):
     assert (preset.env.get("NCCL_P2P_LEVEL") == "NVL") == ("nvlink" in preset.name)
 
 
-@pytest.mark.parametrize("preset", list_presets(), ids=lambda p: p.name)
+@pytest.mark.parametrize("preset", UPSTREAM, ids=lambda p: p.name)
 def test_each_preset_fits_a_27b_model_on_its_rig(preset):
     req = PlanRequest(
         GPU_SPECS[preset.gpu], preset.gpus, preset.quant, preset.max_model_len, preset.kv_cache_dtype,

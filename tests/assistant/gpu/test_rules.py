@@ -43,6 +43,16 @@ CASES: dict[str, list[tuple[str, object, str, str]]] = {
         ("V0-era vLLM on Volta", lambda: rig(vllm_version="0.9.2"), "warn", "0.10.2"),
         ("vLLM 0.10.2 on Volta", lambda: rig(), "pass", "vLLM 0.10.2"),
         ("old vLLM on Hopper", lambda: h200(vllm_version="0.9.2"), "pass", "sm_90"),
+        ("vLLM 0.21 on Volta", lambda: rig(vllm_version="0.21.0"), "fail", "ships no kernels for sm_70"),
+        ("vLLM 0.21 on Hopper", lambda: h200(vllm_version="0.21.0"), "pass", "sm_90"),
+        ("the V100 fork", lambda: rig(vllm_version="0.21.0", intent=Intent(engine="1cat-vllm")), "pass", "openai backend"),
+    ],
+    "llama-server-cuda": [
+        ("CUDA 13 nvcc on Volta", lambda: rig(nvcc_cuda="13.0"), "fail", "CUDA 13 dropped Volta"),
+        ("CUDA 12.9 nvcc on Volta", lambda: rig(nvcc_cuda="12.9"), "warn", "llama.cpp#28416"),
+        ("a CUDA 12.9 sm_70 build", lambda: rig(llama_server_build={"cuda": "12.9", "cuda_archs": [70]}), "warn", "built here"),
+        ("CUDA 12.8 nvcc on Volta", lambda: rig(nvcc_cuda="12.8"), "pass", "CUDA 12.8"),
+        ("CUDA 13 nvcc on Hopper", lambda: h200(nvcc_cuda="13.0"), "pass", "CUDA 13.0"),
     ],
     "quant-kernels": [
         ("AWQ on sm_70", lambda: rig(intent=Intent(quant="awq")), "fail", "7.5"),
