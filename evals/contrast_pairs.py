@@ -13,8 +13,8 @@ sentence with its neighbours). Each gives pairs of known verdicts:
 - `number`: its first number changed (not supported);
 - `name`: a name it holds (a capitalised word, an identifier, a Latin word in Chinese text) replaced by a name
   of another file of the corpus that this passage never uses (not supported);
-- `source_swap`: the sentence against a passage of another file that shares the most words with it (not
-  supported).
+- `source_swap`: the sentence against a passage of another file that shares the most words with it without
+  stating it (less than 60 % of its units: pages that repeat a sentence are no swap; not supported).
 
 The agreement of `support()` with the known verdict is reported per kind and language, on the split of the
 files that was not used to shape the check (a file is `tune` when the first byte of the SHA-256 of its path
@@ -204,7 +204,9 @@ def derive(roots: list[Path], seed: int = 0) -> list[Pair]:
             add("number", change_number(claim), False)
             add("name", swap_name(claim, passage, others, zh, rng), False)
             claim_units = set(units(claim))
-            elsewhere = [(len(claim_units & pu), p) for f, p, pu in passages if f != name]
+            # Another file's closest passage that does not state the sentence itself (pages repeat sentences).
+            elsewhere = [(len(claim_units & pu), p) for f, p, pu in passages
+                         if f != name and len(claim_units & pu) < 0.6 * len(claim_units)]
             if elsewhere:
                 add("source_swap", claim, False, max(elsewhere, key=lambda x: x[0])[1])
     return pairs
