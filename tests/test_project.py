@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 
 from assistant.settings import documented_settings
-from tests.support.import_graph import cycles, import_graph, module_files
+from tests.support.import_graph import cycles, import_graph, module_files, web_graph
 from tests.support.wait import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,6 +28,15 @@ def test_import_layers_hold():
 
 def test_no_module_of_ours_imports_one_that_imports_it_back():
     assert cycles(import_graph(REPO)) == []
+
+
+def test_no_module_of_the_page_imports_one_that_imports_it_back(tmp_path):
+    graph = web_graph(REPO / "web")
+    assert graph["app.js"], "the reader finds the page's imports"
+    assert cycles(graph) == []
+    (tmp_path / "a.js").write_text('import { b } from "./b.js";\n')
+    (tmp_path / "b.js").write_text('export const b = 1;\nconst later = () => import("./a.js");\n')
+    assert cycles(web_graph(tmp_path)) == [["a.js", "b.js"]]
 
 
 def test_the_circle_check_sees_imports_inside_functions(tmp_path):

@@ -1,10 +1,12 @@
 """The import graph of our packages, read from the source with `ast`: every import statement counts,
 at module level, inside a function, or under `if TYPE_CHECKING:` (a type-only import is a dependency a
-reader follows too, and a circle through one is a circle all the same)."""
+reader follows too, and a circle through one is a circle all the same); and the page's, read from its
+modules' `import ... from "./x.js"`."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGES = ("indexes", "ingest", "assistant", "evals")
@@ -81,3 +83,16 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         if v not in index:
             visit(v)
     return found
+
+
+JS_IMPORT = re.compile(r"""(?:^|\n)\s*(?:import|export)\b[^;]*?\bfrom\s*["']\./([\w./-]+\.js)["']|import\(\s*["']\./([\w./-]+\.js)["']""")
+
+
+def web_graph(folder: Path) -> dict[str, set[str]]:
+    """Which of the page's modules (web/*.js, not vendor/) imports which, by `import ... from "./x.js"`
+    (and `import("./x.js")`)."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(folder.glob("*.js")):
+        text = path.read_text(encoding="utf-8")
+        graph[path.name] = {a or b for a, b in JS_IMPORT.findall(text)}
+    return graph
