@@ -1,5 +1,5 @@
 """Asking: the one use case behind every door that answers a question (/api/ask, /v1 `rag:` models, the
-MCP `ask` tool, `assistant ask` and `assistant chat`).
+MCP `ask` tool, `assistant ask` and `assistant chat`, batch answers and the answer evaluations).
 
 A door turns its protocol into a `Question` and the caller's Identity, calls `Asking.open()`, and turns the
 events (answers/events.py) and the `AskError` back into its own protocol. Everything else happens here, once:
@@ -17,8 +17,8 @@ from typing import Any, AsyncIterator, Callable, Iterable
 import anyio
 
 from indexes.conversations import conversation_dict
-from indexes.retrieval.filters import SearchFilters
 from indexes.reading import DocumentRef
+from indexes.retrieval.filters import SearchFilters
 from indexes.retrieval.retriever import Retriever
 from indexes.store import Store
 
@@ -28,9 +28,10 @@ from assistant.answers.events import Done, Event, Failed, Sources, Token
 from assistant.answers.rag import AnswerPolicy, PreparedAnswer, prepare
 from assistant.answers.variants import NotLastQuestion, UnknownTurn
 from assistant.backends.base import Backend, BackendBusy
-from assistant.security.error_codes import STATUS
 from assistant.security.access import AccessDenied, Identity
+from assistant.security.error_codes import STATUS
 from assistant.settings import ConversationSettings
+
 
 class AskError(Exception):
     """A question that cannot be asked: `code` (STATUS's vocabulary), a message written for the caller."""

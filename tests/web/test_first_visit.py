@@ -175,7 +175,7 @@ def test_a_stopped_turn_without_words_a_queued_message_that_goes_with_its_job_an
         page.set_input_files("#pick-files", files=[
             {"name": "bicycle.md", "mimeType": "text/markdown", "buffer": DOCS["bicycle.md"].encode()}])
         expect(page.locator("#docs-status")).to_have_text("Queued 1 file.")
-        expect(page.locator(f".job[data-status='done']")).to_be_visible(timeout=INGEST_TIMEOUT_MS)
+        expect(page.locator(".job[data-status='done']")).to_be_visible(timeout=INGEST_TIMEOUT_MS)
         expect(page.locator("#docs-status")).to_be_hidden()  # the message went with its job
         problems: dict[str, list[str]] = {}
         shoot(page, artifacts_dir(tmp_path_factory), problems, "documents")

@@ -8,7 +8,6 @@ import select
 import socket
 import time
 
-import httpx
 import pytest
 
 from assistant.app import create_app
