@@ -22,6 +22,8 @@ from indexes.retrieval.diversity import Place, diverse_places, merge_texts
 from indexes.embedding.embedder import Embedder
 from indexes.retrieval.filters import SearchFilters
 from indexes.retrieval.fusion import linear_mix, ranked, rrf
+from indexes.retrieval.kinds import each_kind_by
+from indexes.retrieval.question_form import question_form
 from indexes.lexical.fts5 import LexicalResult, Weights, normalise_query, phrase, query_terms
 from indexes.location import Located, Location
 from indexes.retrieval.search_processes import SearchProcesses
@@ -144,6 +146,7 @@ class Retriever:
         code_terms: bool = False,
         prior: PathPrior | None = None,
         searches_at_once: int = 2,
+        each_kind: int = 0,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -161,6 +164,7 @@ class Retriever:
         self.merge_adjacent = merge_adjacent  # adjacent chunks of one document shown as one hit
         self.code_terms = code_terms  # identifiers in a question searched whole and by their parts
         self.prior = prior or PathPrior()
+        self.each_kind = each_kind  # in a collection with code, the best page and source file by this place
         self.parallel = parallel
         # Searches beyond `searches_at_once` wait their turn. Their work is mostly Python, so more at once
         # in one process contend for the interpreter lock and every sqlite3/ONNX/FAISS call waits to get it
@@ -381,8 +385,10 @@ class Retriever:
             missing = [cid for cid in fused if cid not in meta]
             meta.update(self.chunk_meta(missing))
         if self.prior.active:
-            fused = self.prior.apply(cands.query, fused, meta, cands.lexical_scores)
+            fused = self.prior.apply(cands.query, fused, meta, cands.lexical_scores, self.texts)
         order = ranked(fused)
+        if self.prior.active and self.each_kind and question_form(cands.query) != "implementation":
+            order = each_kind_by(order, meta, self.prior.is_source, self.each_kind)  # where-is-it: the source
         scores = fused
         records: dict[int, ChunkRecord] = {}
         if self.reranker is not None:
@@ -399,6 +405,9 @@ class Retriever:
         if missing:
             records.update(self.store.chunk_records(missing))
         return self.hits(cands, order, records, scores)
+
+    def texts(self, chunk_ids: list[int]) -> dict[int, str]:
+        return {cid: rec.text for cid, rec in self.store.chunk_records(chunk_ids).items()}
 
     def chunk_meta(self, chunk_ids: list[int]) -> dict[int, ChunkMeta]:
         """Document, position, path, symbol and citation style of candidates, in one read."""

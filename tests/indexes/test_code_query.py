@@ -70,6 +70,33 @@ def test_a_behaviour_question_a_page_states_in_its_words_goes_without_the_source
     assert max(lifted, key=lifted.get) == 3  # where-is-it questions keep it whatever the words
 
 
+def test_a_behaviour_question_whose_words_a_page_holds_goes_without_the_source_bonus():
+    scores = {1: 0.9, 2: 0.85, 3: 0.7}
+    prior = PathPrior(source=0.3, scope="by-form", page_cover=0.8)
+    texts = {1: "If a view returns a tuple of four items, a TypeError is raised.",
+             2: "def test_make_response(): ...", 3: "def make_response(self, rv): # a view's tuple"}
+    read: list[list[int]] = []
+
+    def reader(ids):
+        read.append(ids)
+        return {c: texts[c] for c in ids}
+    q = "What happens if a view returns a tuple of four items?"
+    assert prior.apply(q, scores, _meta(), {1: 11.0, 3: 10.0}, reader) == scores  # the page holds all its words
+    stated = PathPrior(source=0.3, scope="by-form", page_cover=0.8, page=0.2).apply(
+        q, {1: 0.75, 2: 0.85, 3: 0.9}, _meta(), {1: 11.0, 3: 10.0}, reader)
+    assert max(stated, key=stated.get) == 1 and stated[2] == 0.85 and stated[3] == 0.9  # only pages get it
+    assert read and 2 not in read[0]  # tests are neither pages nor source
+    texts[1] = "Views return responses."
+    lifted = prior.apply(q, scores, _meta(), {1: 11.0, 3: 10.0}, reader)
+    assert max(lifted, key=lifted.get) == 3
+    quoted = prior.apply('I get "TypeError: the view function did not return a valid response tuple". Why?',
+                         scores, _meta(), {1: 11.0, 3: 10.0}, reader)
+    assert max(quoted, key=quoted.get) == 3  # a pasted message is looked for where it is raised
+    read.clear()
+    prior.apply("Where is the tuple of four handled?", scores, _meta(), {1: 11.0, 3: 10.0}, reader)
+    assert read == []  # no text is read where the form decides
+
+
 def test_quoted_text_is_searched_as_phrases_between_its_punctuation():
     from indexes.retrieval.code_query import quoted_phrases
 
