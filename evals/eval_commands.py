@@ -205,6 +205,7 @@ def run_derive(args: argparse.Namespace, settings: Settings) -> int:
 
     from evals import derive_docs
     from evals import derive_questions as dq
+    from evals import derive_sections
 
     roots = [r.expanduser() for r in args.roots]
     for root in roots:
@@ -223,8 +224,9 @@ def run_derive(args: argparse.Namespace, settings: Settings) -> int:
         elif args.derive_kind == "errors":
             rows = derive_docs.error_questions(roots[0], tune)
         else:
-            rows = dq.section_questions(dq.read_sections(roots), per_section=args.per_section,
-                                        per_document=args.per_document, set_name=args.set)
+            rows = derive_sections.section_questions(derive_sections.read_sections(roots),
+                                                     per_section=args.per_section, per_document=args.per_document,
+                                                     set_name=args.set)
             if args.source_suffix:
                 rows = [replace(r, source=str(Path(r.source).with_suffix(args.source_suffix))) for r in rows]
     except (ValueError, OSError) as exc:
