@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from tests.support.wait import wait_until
-from tests.web.conftest import DOCS, assistant_command, base_env, checked_page, ingest, running_server, write_folder
+from tests.web.conftest import DOCS, checked_page, served
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 expect = sync_api.expect
@@ -22,13 +22,10 @@ ANSWER_TIMEOUT_MS = 120_000
 def llama_web(tmp_path_factory):
     """A real server on llama.cpp. The line guard and repeat penalty are off here so that answers run
     long enough to be stopped half-way."""
-    root = tmp_path_factory.mktemp("web-llama")
-    data = root / "data"
-    env = base_env(ASSISTANT_BACKEND="llamacpp", ASSISTANT_LLAMACPP_PACKAGED_MODEL="gemma-3-270m",
-                   ASSISTANT_LLAMACPP_N_THREADS="2", ASSISTANT_LLAMACPP_N_CTX="2048",
-                   ASSISTANT_LLAMACPP_MAX_LINE_REPEATS="0", ASSISTANT_LLAMACPP_REPEAT_PENALTY="1.0")
-    ingest(assistant_command(), write_folder(root / "docs", DOCS), "docs", data, env)
-    with running_server(root, data, env) as base:
+    with served(tmp_path_factory, "web-llama", {"docs": DOCS}, ASSISTANT_BACKEND="llamacpp",
+                ASSISTANT_LLAMACPP_PACKAGED_MODEL="gemma-3-270m", ASSISTANT_LLAMACPP_N_THREADS="2",
+                ASSISTANT_LLAMACPP_N_CTX="2048", ASSISTANT_LLAMACPP_MAX_LINE_REPEATS="0",
+                ASSISTANT_LLAMACPP_REPEAT_PENALTY="1.0") as base:
         yield base
 
 
