@@ -7,15 +7,18 @@ import argparse
 import asyncio
 import json
 import shutil
-import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from assistant.settings import Settings
+from assistant.commands import fail as failed
+
+fail = partial(failed, command="assistant eval")
 
 EVAL_COLLECTION = "eval"
 
@@ -33,10 +36,6 @@ def retrieval_overrides(args: argparse.Namespace) -> dict:
     }
     return {"retrieval": r} if r else {}
 
-
-def fail(message: str) -> int:
-    print(f"assistant eval: {message}", file=sys.stderr)
-    return 2
 
 
 def eval_place(args: argparse.Namespace, settings: Settings) -> tuple[Path, str, str | None]:
