@@ -31,7 +31,10 @@ def llama_web(tmp_path_factory):
 
 @pytest.fixture
 def llama_page(browser, llama_web):
+    """The page opened, its collections loaded."""
     with checked_page(browser, llama_web) as pg:
+        pg.goto("/")
+        expect(pg.locator("#collection")).to_be_enabled()
         yield pg
 
 
@@ -47,8 +50,6 @@ def start_answer(page, question: str) -> None:
 
 def test_stop_and_escape_cancel_the_generation_on_the_server(llama_page, llama_web):
     page = llama_page
-    page.goto("/")
-    expect(page.locator("#collection")).to_be_enabled()
     start_answer(page, "List every step of baking sourdough bread, one per line.")
     assert in_flight(llama_web) == 1
     page.click("#stop")
@@ -69,8 +70,6 @@ def test_stop_and_escape_cancel_the_generation_on_the_server(llama_page, llama_w
 
 def test_real_answer_streams_then_reload_and_follow_up(llama_page, llama_web):
     page = llama_page
-    page.goto("/")
-    expect(page.locator("#collection")).to_be_enabled()
     page.click("#new-chat")
     page.fill("#question", "How often should the starter be fed?")
     with page.expect_request("**/api/ask") as first:
@@ -97,8 +96,6 @@ def test_real_answer_streams_then_reload_and_follow_up(llama_page, llama_web):
 
 def test_regenerate_edit_and_thumbs_down_survive_a_reload_and_are_exported(llama_page, llama_web):
     page = llama_page
-    page.goto("/")
-    expect(page.locator("#collection")).to_be_enabled()
     page.click("#new-chat")
     with page.expect_request("**/api/ask") as first:
         page.fill("#question", "How often is the starter fed?")
