@@ -8,7 +8,7 @@ import { t } from "./i18n.js";
 import { loadCollections as refreshPicker } from "./chat.js";
 import { confirmThen, el } from "./dom.js";
 import { askButton, wireAskAbout } from "./ask_about.js";
-import { droppedFiles } from "./start.js";
+import { wireDropZone } from "./start.js";
 import { FINISHED, counting, currentFiles, outcomes, shownSeconds, timeLeft } from "./jobs.js";
 
 const $ = (sel) => document.querySelector(sel);
@@ -359,14 +359,7 @@ export function wireDocuments() {
       note(err.message, "error");
     }
   });
-  const zone = $("#dropzone");
-  zone.addEventListener("dragover", (ev) => { ev.preventDefault(); zone.classList.add("over"); });
-  zone.addEventListener("dragleave", () => zone.classList.remove("over"));
-  zone.addEventListener("drop", async (ev) => {
-    ev.preventDefault();
-    zone.classList.remove("over");
-    uploadFiles((await droppedFiles(ev.dataTransfer)).files);
-  });
+  wireDropZone($("#dropzone"), ({ files }) => uploadFiles(files));
   for (const id of ["#pick-files", "#pick-folder"]) {
     $(id).addEventListener("change", (ev) => {
       uploadFiles([...ev.target.files]);
