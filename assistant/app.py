@@ -88,7 +88,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Litestar
         svc = services or await to_thread.run_sync(Services.build, settings)
         app.state.services = svc
         app.state.telemetry = telemetry = Telemetry(lambda: svc.store)
-        svc.asking.observe, svc.asking.on_busy = telemetry.observe, telemetry.busy_rejections.inc
+        svc.asking.metrics, svc.asking.on_busy = telemetry, telemetry.busy_rejections.inc
         await to_thread.run_sync(svc.check_indexes)
         await to_thread.run_sync(svc.embedder.embed_query, "warm up")  # the first question is not the slow one
         if svc.retriever.processes is not None:  # nor the first burst: every search process is loaded

@@ -32,10 +32,12 @@ BUILTIN = [
 ]
 
 
-def add_common(parser: argparse.ArgumentParser) -> None:
-    """Options every command accepts: where the data lives and which config file to read."""
+def add_common(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Options every command accepts: where the data lives and which config file to read. The parser given
+    back, so that a command's parser is made with them in one expression."""
     parser.add_argument("--data-dir", help="data directory (store, indexes); env ASSISTANT_DATA_DIR")
     parser.add_argument("--config", help="TOML config file; env ASSISTANT_CONFIG")
+    return parser
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,9 +6,11 @@ apps). Our series live in a `CollectorRegistry` of each app instead, so that sev
 process (tests) each count their own; `/metrics` renders that registry, into which the default one is
 folded by `DefaultRegistry` (so the middleware's series and the process's appear on the same page).
 
-Answers are observed from rag's events (`observe()` wraps any event stream: /api/ask, /v1 chat): the
-`done` event carries the timings and the token count. The store's figures (chunks per collection, the
-ingestion backlog) are read when Prometheus scrapes, by `StoreCollector`.
+Answers are counted from their events: the ask use case (every door answering from documents) tells
+`answer_started`, `answer_ended` and `answer_left` from the one loop its events pass; `observe()` wraps any
+other event stream (/v1 chat without documents). The `done` event carries the timings and the token count.
+The store's figures (chunks per collection, the ingestion backlog) are read when Prometheus scrapes, by
+`StoreCollector`.
 """
 
 from __future__ import annotations
@@ -126,24 +128,36 @@ class Telemetry:
         self.generated_tokens.inc(tokens if tokens is not None else pieces)
         self.answers.labels("done").inc()
 
-    async def observe(self, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        """An answer's events (answers/events.py), passed through unchanged while they are counted."""
-        pieces = 0
+    def answer_started(self) -> None:
         self.answers_in_flight.inc()
+
+    def answer_ended(self, end: Done | Failed, pieces: int) -> None:
+        """An answer's `done` (its latencies, tokens: `pieces` where the backend counted none) or `error`."""
+        if isinstance(end, Done):
+            self.record_done(end, pieces)
+            return
+        if end.code == "busy":
+            self.busy_rejections.inc()
+        self.answers.labels("error").inc()
+
+    def answer_left(self) -> None:
+        """The answer's events closed, whatever ended them."""
+        self.answers_in_flight.dec()
+
+    async def observe(self, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        """An answer's events (answers/events.py), passed through unchanged while they are counted (the answers
+        that do not go through the ask use case, which counts its own with the three methods above)."""
+        pieces = 0
+        self.answer_started()
         try:
             async for event in events:
-                match event:
-                    case Token():
-                        pieces += 1
-                    case Done():
-                        self.record_done(event, pieces)
-                    case Failed(code=code):
-                        if code == "busy":
-                            self.busy_rejections.inc()
-                        self.answers.labels("error").inc()
+                if isinstance(event, Token):
+                    pieces += 1
+                elif isinstance(event, (Done, Failed)):
+                    self.answer_ended(event, pieces)
                 yield event
         finally:
-            self.answers_in_flight.dec()
+            self.answer_left()
             close = getattr(events, "aclose", None)
             if close is not None:
                 await close()

@@ -48,8 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def add_bench_serve(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("serve", help="throughput and latency of /api/ask against the backend itself, by concurrency")
-    add_common(p)
+    p = add_common(sub.add_parser(
+        "serve", help="throughput and latency of /api/ask against the backend itself, by concurrency"))
     p.add_argument("--collection", required=True, help="collection the questions are asked of")
     p.add_argument("--concurrency", default="1,2,4,8,16,32", help="comma-separated levels (default 1,2,4,8,16,32)")
     p.add_argument("--requests", type=positive_int, help="requests per level and target, over the rounds (default: 2 x concurrency, at least 8)")
@@ -76,8 +76,8 @@ def add_bench_ingest(sub: argparse._SubParsersAction) -> None:
 
 
 def add_bench_retrieval(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("retrieval", help="hybrid search latency, ANN recall and cold start on synthetic collections")
-    add_common(p)
+    p = add_common(sub.add_parser(
+        "retrieval", help="hybrid search latency, ANN recall and cold start on synthetic collections"))
     p.add_argument("--chunks", default="100000,1000000", help="comma-separated collection sizes (default 100000,1000000)")
     p.add_argument("--queries", type=int, default=300, help="timed queries per size (after 20 warm-up queries)")
     p.add_argument("--nprobe", default="", help="comma-separated IVF nprobe values for the recall table (default 16,32,setting,64)")
@@ -90,8 +90,7 @@ def add_bench_retrieval(sub: argparse._SubParsersAction) -> None:
 
 
 def add_eval_retrieval(sub: argparse._SubParsersAction) -> None:
-    r = sub.add_parser("retrieval", help="nDCG@10, recall@10/100, MRR@10 on a BEIR data set")
-    add_common(r)
+    r = add_common(sub.add_parser("retrieval", help="nDCG@10, recall@10/100, MRR@10 on a BEIR data set"))
     r.add_argument("--beir", required=True, type=Path, help="BEIR directory: corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv")
     r.add_argument("--split", default="test", help="qrels split to score (default: test)")
     r.add_argument(
@@ -110,8 +109,8 @@ def add_eval_retrieval(sub: argparse._SubParsersAction) -> None:
 
 
 def add_eval_questions(sub: argparse._SubParsersAction) -> None:
-    q = sub.add_parser("questions", help="hit@1/5/10 of a JSONL questions file (and fact recall with --answers)")
-    add_common(q)
+    q = add_common(sub.add_parser(
+        "questions", help="hit@1/5/10 of a JSONL questions file (and fact recall with --answers)"))
     q.add_argument("file", type=Path, help="JSON Lines: question, source (path relative to --root), answer_facts, split (optional)")
     q.add_argument("--root", type=Path, action="append",
                    help="folder the sources are relative to; ingested into a temporary collection (repeat for several)")
@@ -159,9 +158,8 @@ def add_eval_derive(sub: argparse._SubParsersAction) -> None:
 
 
 def add_eval_answers(sub: argparse._SubParsersAction) -> None:
-    a = sub.add_parser("answers", help="answers measured: fact recall, right file cited, citation support, abstention, "
-                       "language, speed")
-    add_common(a)
+    a = add_common(sub.add_parser("answers", help="answers measured: fact recall, right file cited, citation support, abstention, "
+                                  "language, speed"))
     a.add_argument("file", type=Path, help="JSON Lines: question, source, answer_facts, or \"unanswerable\": true; split")
     where = a.add_mutually_exclusive_group(required=True)
     where.add_argument("--root", type=Path, help="folder the sources are relative to; ingested into a temporary collection")
@@ -179,9 +177,8 @@ def add_eval_answers(sub: argparse._SubParsersAction) -> None:
 
 
 def add_eval_contrast(sub: argparse._SubParsersAction) -> None:
-    c = sub.add_parser("contrast", help="the answer check on claim/source pairs made by a method: negation, number, "
-                       "name and source swaps, paraphrases; agreement per kind and language")
-    add_common(c)
+    c = add_common(sub.add_parser("contrast", help="the answer check on claim/source pairs made by a method: negation, number, "
+                                  "name and source swaps, paraphrases; agreement per kind and language"))
     c.add_argument("--root", type=Path, action="append", required=True, help="a folder of Markdown/text files (repeat)")
     c.add_argument("--split", choices=("tune", "report", "all"), default="report",
                    help="pairs of this half of the files (default report: the half the check was not shaped on)")
@@ -192,9 +189,8 @@ def add_eval_contrast(sub: argparse._SubParsersAction) -> None:
 
 
 def add_eval_variants(sub: argparse._SubParsersAction) -> None:
-    v = sub.add_parser("variants", help="write the answerable questions of a file reworded the ways people ask "
-                       "(first person, a typo, a synonym, run-on, a story), for `eval answers`")
-    add_common(v)
+    v = add_common(sub.add_parser("variants", help="write the answerable questions of a file reworded the ways people ask "
+                                  "(first person, a typo, a synonym, run-on, a story), for `eval answers`"))
     v.add_argument("file", type=Path, help="JSON Lines questions (as `eval answers` reads them)")
     v.add_argument("--out", type=Path, required=True, help="the variants, JSON Lines")
     v.set_defaults(func=question_variants.run)

@@ -23,9 +23,8 @@ import unicodedata
 from collections import Counter
 from pathlib import Path
 
-from evals.derive_questions import (
-    DEFAULT_TUNE_PACKAGES, EN_STOPWORDS, SKIPPED_DIRS, Derived, Rarity, Section, find_packages, latin_terms,
-)
+from evals.derive_questions import DEFAULT_TUNE_PACKAGES, SKIPPED_DIRS, Derived, find_packages
+from evals.derive_sections import EN_STOPWORDS, Rarity, Section, latin_terms
 
 _UNDERLINE = re.compile(r"^([=\-~^\"'*+#`:.])\1{2,}\s*$")
 _ROLE = re.compile(r":[\w:.-]+:`~?!?([^`<]*?)\s*(?:<([^>`]*)>)?`")

@@ -33,8 +33,8 @@ import hashlib
 import json
 import re
 import shutil
-import sys
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from statistics import mean
 from typing import Any, Callable
@@ -47,8 +47,9 @@ from indexes.terminal_text import terminal_safe
 
 from assistant.answers import support
 from assistant.settings import Settings
-from evals.eval_questions import asking_for, fact_recall
+from evals.eval_questions import asking_for, fact_recall, json_lines
 from evals.metrics import percentile
+from assistant.commands import fail as failed
 
 SPLITS = ("tune", "report", "all")
 # Prompt scaffolding, chat-template tokens or copied source headers: none belongs in an answer.
@@ -57,6 +58,8 @@ TEMPLATE_LEAK = re.compile(
     r"|<(?:start|end)_of_turn>|\[n\]"
     r"|\[\d+\] [^\n\[\]]{1,200} — \S+\.\w+"  # a source's header line `[1] Title — path:lines` copied
 )
+
+fail = partial(failed, command="assistant eval answers")
 
 
 @dataclass
@@ -77,23 +80,19 @@ def split_of(question: str) -> str:
 def load_answer_questions(path: Path) -> list[AnswerQuestion]:
     """The questions of a JSON Lines file; clear errors for a line that is neither answerable nor marked."""
     out: list[AnswerQuestion] = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            text = str(row.get("question") or "").strip()
-            unanswerable = bool(row.get("unanswerable"))
-            sources = [s.strip().strip("/") for s in str(row.get("source") or "").split("|") if s.strip()]
-            if not text:
-                raise ValueError(f"{path}:{n}: each line needs 'question'")
-            if not unanswerable and not sources:
-                raise ValueError(f"{path}:{n}: an answerable question needs 'source' (or \"unanswerable\": true)")
-            split = row.get("split") or split_of(text)
-            if split not in ("tune", "report"):
-                raise ValueError(f"{path}:{n}: split must be 'tune' or 'report', not {split!r}")
-            out.append(AnswerQuestion(text, sources, [str(f) for f in row.get("answer_facts") or []], unanswerable, split,
-                                      str(row.get("variant") or "")))
+    for n, row in json_lines(path):
+        text = str(row.get("question") or "").strip()
+        unanswerable = bool(row.get("unanswerable"))
+        sources = [s.strip().strip("/") for s in str(row.get("source") or "").split("|") if s.strip()]
+        if not text:
+            raise ValueError(f"{path}:{n}: each line needs 'question'")
+        if not unanswerable and not sources:
+            raise ValueError(f"{path}:{n}: an answerable question needs 'source' (or \"unanswerable\": true)")
+        split = row.get("split") or split_of(text)
+        if split not in ("tune", "report"):
+            raise ValueError(f"{path}:{n}: split must be 'tune' or 'report', not {split!r}")
+        out.append(AnswerQuestion(text, sources, [str(f) for f in row.get("answer_facts") or []], unanswerable, split,
+                                  str(row.get("variant") or "")))
     return out
 
 
@@ -279,10 +278,6 @@ async def evaluate_answers(questions: list[AnswerQuestion], collection: str, ask
             progress(i, rows[-1])
     return summarise(rows), rows
 
-
-def fail(message: str) -> int:
-    print(f"assistant eval answers: {message}", file=sys.stderr)
-    return 2
 
 
 def overrides(args: argparse.Namespace) -> dict:

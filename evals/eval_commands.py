@@ -7,15 +7,18 @@ import argparse
 import asyncio
 import json
 import shutil
-import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from assistant.settings import Settings
+from assistant.commands import fail as failed
+
+fail = partial(failed, command="assistant eval")
 
 EVAL_COLLECTION = "eval"
 
@@ -33,10 +36,6 @@ def retrieval_overrides(args: argparse.Namespace) -> dict:
     }
     return {"retrieval": r} if r else {}
 
-
-def fail(message: str) -> int:
-    print(f"assistant eval: {message}", file=sys.stderr)
-    return 2
 
 
 def eval_place(args: argparse.Namespace, settings: Settings) -> tuple[Path, str, str | None]:
@@ -205,6 +204,7 @@ def run_derive(args: argparse.Namespace, settings: Settings) -> int:
 
     from evals import derive_docs
     from evals import derive_questions as dq
+    from evals import derive_sections
 
     roots = [r.expanduser() for r in args.roots]
     for root in roots:
@@ -223,8 +223,9 @@ def run_derive(args: argparse.Namespace, settings: Settings) -> int:
         elif args.derive_kind == "errors":
             rows = derive_docs.error_questions(roots[0], tune)
         else:
-            rows = dq.section_questions(dq.read_sections(roots), per_section=args.per_section,
-                                        per_document=args.per_document, set_name=args.set)
+            rows = derive_sections.section_questions(derive_sections.read_sections(roots),
+                                                     per_section=args.per_section, per_document=args.per_document,
+                                                     set_name=args.set)
             if args.source_suffix:
                 rows = [replace(r, source=str(Path(r.source).with_suffix(args.source_suffix))) for r in rows]
     except (ValueError, OSError) as exc:

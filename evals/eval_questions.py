@@ -23,7 +23,7 @@ import time
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from indexes.retrieval.retriever import Retriever
 from indexes.store import Store
@@ -60,25 +60,29 @@ def choose_split(questions: list[Question], split: str) -> list[Question]:
     return [q for q in questions if q.split == split]
 
 
+def json_lines(path: Path) -> Iterator[tuple[int, dict]]:
+    """Each row of a JSON Lines file with its line number (for the errors that name it); blank lines skipped."""
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if line.strip():
+                yield n, json.loads(line)
+
+
 def load_questions(path: Path) -> list[Question]:
     """The questions of a JSON Lines file; a line without `question` or `source` is an error, except
     one marked `"unanswerable": true` (kept for `eval answers`), which is skipped."""
     out: list[Question] = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            if row.get("unanswerable") and not row.get("source"):
-                continue  # a question for `eval answers` to abstain on: nothing to find
-            if not row.get("question") or not row.get("source"):
-                raise ValueError(f"{path}:{n}: each line needs 'question' and 'source'")
-            split = str(row.get("split") or "")
-            if split and split not in QUESTION_SPLITS:
-                raise ValueError(f"{path}:{n}: split must be 'tune' or 'report', not {split!r}")
-            out.append(Question(row["question"], row["source"].strip("/"), list(row.get("answer_facts") or []),
-                                str(row.get("symbol") or ""), split, str(row.get("set") or ""),
-                                str(row.get("package") or "")))
+    for n, row in json_lines(path):
+        if row.get("unanswerable") and not row.get("source"):
+            continue  # a question for `eval answers` to abstain on: nothing to find
+        if not row.get("question") or not row.get("source"):
+            raise ValueError(f"{path}:{n}: each line needs 'question' and 'source'")
+        split = str(row.get("split") or "")
+        if split and split not in QUESTION_SPLITS:
+            raise ValueError(f"{path}:{n}: split must be 'tune' or 'report', not {split!r}")
+        out.append(Question(row["question"], row["source"].strip("/"), list(row.get("answer_facts") or []),
+                            str(row.get("symbol") or ""), split, str(row.get("set") or ""),
+                            str(row.get("package") or "")))
     return out
 
 

@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from indexes.db import read_rows
-from indexes.models import ApiKey, utcnow
+from indexes.models import ApiKey, saved, utcnow
 
 KEY_PREFIX = "rag_"
 SCOPES = ("read", "ask", "ingest", "admin", "metrics")
@@ -92,10 +92,7 @@ def revoke_key(engine: Engine, key: str) -> ApiKey | None:
             return None
         row = rows[0]
         row.revoked_at = utcnow()
-        s.add(row)
-        s.commit()
-        s.refresh(row)
-        return row
+        return saved(s, row)
 
 
 def active_key_count(engine: Engine) -> int:

@@ -14,7 +14,7 @@ from sqlalchemy import func, or_
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from indexes.models import Conversation, Turn, utcnow
+from indexes.models import Conversation, Turn, saved, utcnow
 from indexes.turn_groups import turn_groups
 
 TITLE_FROM_QUESTION_CHARS = 80  # an untitled conversation is named after its first question, cut here
@@ -35,10 +35,7 @@ def create_conversation(
 ) -> Conversation:
     with _session(engine) as s:
         conv = Conversation(title=title, collections=json.dumps(list(collections or [])), owner_key=owner_key)
-        s.add(conv)
-        s.commit()
-        s.refresh(conv)
-        return conv
+        return saved(s, conv)
 
 
 def get_conversation(engine: Engine, conversation_id: int) -> Conversation | None:
@@ -82,10 +79,7 @@ def rename_conversation(engine: Engine, conversation_id: int, title: str) -> Con
         if conv is None:
             return None
         conv.title = title
-        s.add(conv)
-        s.commit()
-        s.refresh(conv)
-        return conv
+        return saved(s, conv)
 
 
 def delete_conversation(engine: Engine, conversation_id: int) -> bool:

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from indexes.conversations import iso_utc
-from indexes.models import Feedback, Turn, utcnow
+from indexes.models import Feedback, Turn, saved, utcnow
 
 RATINGS = (1, -1)  # thumbs up, thumbs down
 MAX_COMMENT_CHARS = 2000
@@ -50,10 +50,7 @@ def set_feedback(engine: Engine, turn_id: int, rating: int, comment: str = "") -
             row = Feedback(turn_id=turn_id, rating=rating, comment=comment)
         else:
             row.rating, row.comment, row.created_at = rating, comment, utcnow()
-        s.add(row)
-        s.commit()
-        s.refresh(row)
-        return row
+        return saved(s, row)
 
 
 def clear_feedback(engine: Engine, turn_id: int) -> bool:

@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from indexes.db import driver
-from indexes.models import IngestFile, IngestJob, utcnow
+from indexes.models import IngestFile, IngestJob, saved, utcnow
 
 JOB_STATES = ("pending", "running", "done", "failed", "cancelled")
 FILE_STATES = ("pending", "parsing", "ocr", "embedding", "done", "failed", "skipped", "removed")
@@ -133,10 +133,7 @@ class Jobs:
         with self.session() as s:
             job = IngestJob(collection_id=collection_id, collection=collection, kind=kind,
                             params=json.dumps(params, default=str), owner_key=owner_key)
-            s.add(job)
-            s.commit()
-            s.refresh(job)
-            return job
+            return saved(s, job)
 
     def kept_options(self, collection: str, params: dict[str, Any]) -> dict[str, Any]:
         """params with the KEPT_OPTIONS it lacks taken from the collection's newest job that named them (none

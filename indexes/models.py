@@ -6,13 +6,24 @@ FAISS files and the FTS5 table are derived from these rows and can be rebuilt at
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import TypeVar
 
 from sqlalchemy import Column, ForeignKey, Index, Integer, LargeBinary, UniqueConstraint
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field, Session, SQLModel
+
+T = TypeVar("T")
 
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def saved(s: Session, row: T) -> T:
+    """The row added and committed, then read back (its id and the database's defaults filled in)."""
+    s.add(row)
+    s.commit()
+    s.refresh(row)
+    return row
 
 
 class Collection(SQLModel, table=True):

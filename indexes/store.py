@@ -19,16 +19,16 @@ import numpy as np
 from sqlalchemy import delete, func, update
 from sqlmodel import Session, select
 
-from indexes.lexical import fts5 as lexical
-
-from indexes.lexical import postgres as pg_lexical
+from indexes.chunk_rows import DocumentWrite, checked_vectors, delete_chunks, insert_chunks, stacked
 from indexes.db import driver, make_store_engine, read_rows
 from indexes.retrieval.filters import SearchFilters
-from indexes.lexical.fts5 import ChunkText, Lexical
+from indexes.lexical import fts5 as lexical
+from indexes.lexical import postgres as pg_lexical
+from indexes.lexical.fts5 import Lexical
 from indexes.lexical.replica_copy import CopiedLexical, LexicalCopy
 from indexes.location import Located, Location, columns
 from indexes.models import Chunk, Collection, Document, utcnow
-from indexes.pg import PgDriver, allocate_ids, is_postgres
+from indexes.pg import is_postgres
 from indexes.records import NewChunk, SourceInfo
 from indexes.vectors import VectorIndex, VectorIndexes, VectorOptions
 
@@ -37,17 +37,6 @@ COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # \Z: "abc\
 
 class StoreError(ValueError):
     """A request the store cannot honour (bad name, unknown collection); the message says why."""
-
-
-@dataclass
-class DocumentWrite:
-    """One document of a bulk write: the source, its chunks, their vectors, and how it went."""
-
-    source: SourceInfo
-    chunks: list[NewChunk]
-    vectors: np.ndarray
-    status: str = "ok"
-    error: str | None = None
 
 
 @dataclass
@@ -75,21 +64,6 @@ def collection_from_row(row: tuple) -> Collection:
     if created_at.tzinfo is None:
         created_at = created_at.replace(tzinfo=timezone.utc)
     return Collection(id=cid, name=name, created_at=created_at, generation=generation, embedder=embedder, dim=dim)
-
-
-def _checked_vectors(item: DocumentWrite) -> np.ndarray:
-    """The item's vectors as float32 [chunks, dim]; one vector per chunk or a ValueError."""
-    if len(item.chunks) != len(item.vectors):
-        raise ValueError(f"{item.source.path}: {len(item.chunks)} chunks but {len(item.vectors)} vectors")
-    if not item.chunks:
-        return item.vectors
-    return np.ascontiguousarray(item.vectors, dtype=np.float32).reshape(len(item.chunks), -1)
-
-
-def _stack_added(added: list[tuple[np.ndarray, np.ndarray]], dim: int) -> tuple[np.ndarray, np.ndarray]:
-    if not added:
-        return np.zeros(0, np.int64), np.zeros((0, dim), np.float32)
-    return np.concatenate([ids for ids, _ in added]), np.concatenate([vecs for _, vecs in added])
 
 
 class Store:
@@ -261,16 +235,16 @@ class Store:
         Chunk ids are allocated in the transaction, so chunks, their embeddings and their full-text rows
         are inserted with `executemany` rather than one ORM object at a time.
         """
-        vectors = [_checked_vectors(item) for item in items]
+        vectors = [checked_vectors(item) for item in items]
         with self.session() as s:
             raw = driver(s.connection())
             docs, removed = self._upsert_documents(s, collection, items)
-            added = self._insert_chunks(raw, collection, items, docs, vectors)
+            added = insert_chunks(raw, collection, items, docs, vectors)
             old_gen, new_gen = self._bump(s, collection.id) if (removed or added) else (None, None)
             s.commit()
             written = self._reload(s, [d.id for d in docs])
         if new_gen is not None:
-            ids, vecs = _stack_added(added, collection.dim)
+            ids, vecs = stacked(added, collection.dim)
             self.vectors.apply(collection.id, collection.dim, old_gen, new_gen, removed, ids, vecs)
         return written
 
@@ -286,7 +260,7 @@ class Store:
                 doc = Document(collection_id=collection.id, path=src.path)
             else:
                 old = list(s.exec(select(Chunk.id).where(Chunk.document_id == doc.id)).all())
-                self._delete_chunks(s, old)
+                delete_chunks(s, old)
                 removed.extend(old)
             doc.root, doc.title, doc.kind = src.root, src.title, src.kind
             doc.sha256, doc.size, doc.mtime = src.sha256, src.size, src.mtime
@@ -297,51 +271,6 @@ class Store:
             s.flush()  # the first write takes the write lock, so max(id) in _insert_chunks cannot race
             docs.append(doc)
         return docs, removed
-
-    @staticmethod
-    def _insert_chunks(raw, collection: Collection, items: list[DocumentWrite], docs: list[Document],
-                       vectors: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Chunk rows with their embeddings and full-text rows; (ids, vectors) of each document's chunks."""
-        postgres = isinstance(raw, PgDriver)
-        if postgres:  # concurrent writers: ids from the sequence (each replica's FTS5 copy indexes them)
-            pool = iter(allocate_ids(raw, "chunk", sum(len(item.chunks) for item in items)))
-        else:
-            next_id = int(raw.execute("SELECT coalesce(max(id), 0) FROM chunk").fetchone()[0]) + 1
-        chunk_rows: list[tuple] = []
-        texts: list[ChunkText] = []
-        added: list[tuple[np.ndarray, np.ndarray]] = []
-        for item, doc, vecs in zip(items, docs, vectors):
-            if not item.chunks:
-                continue
-            if postgres:
-                ids = np.fromiter((next(pool) for _ in item.chunks), dtype=np.int64, count=len(item.chunks))
-            else:
-                ids = np.arange(next_id, next_id + len(item.chunks), dtype=np.int64)
-                next_id += len(item.chunks)
-            for i, (cid, c) in enumerate(zip(ids.tolist(), item.chunks)):
-                chunk_rows.append((cid, doc.id, collection.id, i, c.text, *c.location.row(), c.n_tokens,
-                                   vecs[i].tobytes()))
-                texts.append(ChunkText(cid, collection.id, item.source.title, c.heading_path, c.symbol, c.text,
-                                       item.source.path))
-            added.append((ids, vecs))
-        if chunk_rows and postgres:  # the search columns in the same statement (indexes/lexical/postgres.py)
-            path_words: dict[str, str] = {}
-            raw.executemany(
-                f"INSERT INTO chunk (id, document_id, collection_id, ordinal, text, {columns()}, n_tokens, "
-                "embedding, lexical_vector, lexical_cjk) "
-                f"VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,{pg_lexical.VALUES_SQL})",
-                [(*row, *pg_lexical.column_values(t, path_words.setdefault(t.path, lexical.path_terms(t.path))))
-                 for row, t in zip(chunk_rows, texts)],
-            )
-        elif chunk_rows:
-            raw.executemany(
-                f"INSERT INTO chunk (id, document_id, collection_id, ordinal, text, {columns()}, n_tokens, "
-                "embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                chunk_rows,
-            )
-            if not postgres:
-                lexical.add_rows(raw, texts)
-        return added
 
     @staticmethod
     def _reload(s: Session, doc_ids: list[int]) -> list[Document]:
@@ -358,19 +287,12 @@ class Store:
             if doc is None or doc.collection_id != collection.id:
                 return False
             removed = list(s.exec(select(Chunk.id).where(Chunk.document_id == doc.id)).all())
-            self._delete_chunks(s, removed)
+            delete_chunks(s, removed)
             s.delete(doc)
             old_gen, new_gen = self._bump(s, collection.id)
             s.commit()
         self.vectors.apply(collection.id, collection.dim, old_gen, new_gen, removed, np.zeros(0, np.int64), np.zeros((0, collection.dim), np.float32))
         return True
-
-    @staticmethod
-    def _delete_chunks(s: Session, ids: list[int]) -> None:
-        if not is_postgres(s.connection()):
-            lexical.remove_rows(s.connection().connection.driver_connection, ids)
-        for start in range(0, len(ids), 500):
-            s.exec(delete(Chunk).where(Chunk.id.in_(ids[start : start + 500])))
 
     @staticmethod
     def _bump(s: Session, collection_id: int) -> tuple[int, int]:

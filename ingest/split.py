@@ -19,81 +19,18 @@ between its statements (elements), with no overlap, and its chunks carry the uni
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterator
+from typing import Iterator
 
 from indexes.location import Location
 from indexes.records import NewChunk
 from ingest.elements import Element
 from ingest.formats.tables import table_parts
+from ingest.pieces import (WORD, CountTokens, Piece, element_marks, pieces_of, span_lines, sub_marks, table_pieces,
+                           unit_pieces)
 
-CountTokens = Callable[[str], int]
 HEADING_SEP = " › "
 MAX_HEADING_CHARS = 120
-
-# A sentence ends after . ! ? (with any closing quotes/brackets) before whitespace, or after a CJK
-# full stop, exclamation, question mark or semicolon, where no space follows.
-_SENTENCE_END = re.compile(r"[.!?][\"'”’»)\]]*(?=\s)|[。！？；][\"'”’」』)）]*")
-_WORD = re.compile(r"\S+")
-
-
-@dataclass
-class Piece:
-    """The smallest unit packed into chunks: a sentence, a line of code, or a part of either."""
-
-    text: str
-    tokens: int
-    sep: str = " "  # what joins it to the piece before it inside one chunk
-    page: int | None = None
-    line_start: int | None = None
-    line_end: int | None = None
-    heading: bool = False
-    code: bool = False
-    table: bool = False  # a whole table, or rows of one under its header: never cut, never repeated as overlap
-    marks: tuple[tuple[int, int], ...] = ()  # (offset in text, line) where the text's lines are known
-
-
-Marks = tuple[tuple[int, int], ...]
-
-
-def element_marks(el: Element, prefix: int = 0) -> Marks:
-    """Where an element's characters lie in its file, as (offset, line) marks: the marks it carries
-    (text rewritten by a partitioner), else one per line of its text from line_start (text read
-    verbatim); () when its lines are unknown. prefix: characters put before its text."""
-    if el.marks:
-        return ((0, el.marks[0][1]),) + tuple((o + prefix, line) for o, line in el.marks) if prefix else tuple(el.marks)
-    if el.line_start is None:
-        return ()
-    out, offset = [], prefix
-    for i, line in enumerate(el.text.split("\n")):
-        out.append((0 if i == 0 else offset, el.line_start + i))
-        offset += len(line) + 1
-    return tuple(out)
-
-
-def span_lines(marks: Marks, start: int, end: int) -> tuple[int | None, int | None]:
-    """The first and last lines of the characters [start, end): the line of the last mark at or
-    before start (else the first mark's), to the line of the last mark before end."""
-    if not marks:
-        return None, None
-    i = bisect_right(marks, start, key=_offset)
-    j = bisect_left(marks, end, key=_offset)
-    first = marks[i - 1][1] if i else marks[0][1]
-    return first, max(first, marks[j - 1][1]) if j else first
-
-
-def sub_marks(marks: Marks, start: int, end: int) -> Marks:
-    """The marks of the characters [start, end), shifted to start at 0 (the line at start first)."""
-    if not marks:
-        return ()
-    i = bisect_right(marks, start, key=_offset)
-    first = marks[i - 1][1] if i else marks[0][1]
-    return ((0, first),) + tuple((o - start, line) for o, line in marks[i : bisect_left(marks, end, key=_offset)])
-
-
-def _offset(mark: tuple[int, int]) -> int:
-    return mark[0]
 
 
 @dataclass
@@ -116,22 +53,6 @@ class Section:
 def slugify(text: str) -> str:
     """A GitHub-style heading anchor: lower case, punctuation dropped, each space a hyphen."""
     return re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
-
-
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each sentence of text, surrounding whitespace excluded."""
-    spans, start = [], 0
-    for m in _SENTENCE_END.finditer(text):
-        spans.append((start, m.end()))
-        start = m.end()
-    spans.append((start, len(text)))
-    out = []
-    for s, e in spans:
-        seg = text[s:e]
-        if seg.strip():
-            lead = len(seg) - len(seg.lstrip())
-            out.append((s + lead, s + len(seg.rstrip())))
-    return out
 
 
 def split(
@@ -173,7 +94,7 @@ def _sections(elements: list[Element], count: CountTokens, budget: int, unit_bud
                 section = Section(_path(stack), "", symbol=el.symbol, code_unit=True)
                 unit, last_line = el.unit, None
             gap = last_line is not None and el.line_start is not None and el.line_start > last_line + 1
-            section.pieces.extend(_unit_pieces(el, count, unit_budget, "\n\n" if gap else "\n"))
+            section.pieces.extend(unit_pieces(el, count, unit_budget, "\n\n" if gap else "\n"))
             last_line = el.line_end
             continue
         if section.code_unit:  # prose after code: back to the heading section it was in
@@ -193,15 +114,15 @@ def _sections(elements: list[Element], count: CountTokens, budget: int, unit_bud
             anchor = el.anchor or (base if n == 0 else f"{base}-{n}")
             section = Section(_path(stack), anchor)
             heading = Element(title, "title", el.page, None, *lines)
-            section.pieces.extend(_pieces(heading, count, budget, "\n\n", heading=True))
+            section.pieces.extend(pieces_of(heading, count, budget, "\n\n", heading=True))
             previous_kind = "title"
             continue
         sep = "\n" if el.kind == "list" and previous_kind == "list" else "\n\n"
         if el.kind == "table" and (parts := table_parts(el.text)) is not None:
-            section.pieces.extend(_table_pieces(el, parts, count, budget, sep, rows_only=anchors == "lines"))
+            section.pieces.extend(table_pieces(el, parts, count, budget, sep, rows_only=anchors == "lines"))
             previous_kind = el.kind
             continue
-        section.pieces.extend(_pieces(el, count, budget, sep))
+        section.pieces.extend(pieces_of(el, count, budget, sep))
         previous_kind = el.kind
     if section.pieces:
         yield section
@@ -209,73 +130,6 @@ def _sections(elements: list[Element], count: CountTokens, budget: int, unit_bud
 
 def _path(stack: list[tuple[int, str]]) -> str:
     return HEADING_SEP.join(t for _, t in stack)
-
-
-def _unit_pieces(el: Element, count: CountTokens, budget: int, sep: str) -> list[Piece]:
-    """A statement of a code unit as one piece, or line by line when it is longer than a chunk."""
-    n = count(el.text)
-    if n <= budget:
-        return [Piece(el.text, n, sep, el.page, el.line_start, el.line_end, code=True, marks=element_marks(el))]
-    return _pieces(el, count, budget, sep)
-
-
-def _table_pieces(el: Element, parts: tuple[str, list[str]], count: CountTokens, budget: int, sep: str,
-                  rows_only: bool = False) -> list[Piece]:
-    """A table as one piece, or, longer than budget, as pieces of whole rows each under the table's head
-    (caption, header row, `|---|`): as few pieces as fit, their rows shared out evenly. budget is a chunk
-    less its overlap, which leaves the section's heading room beside the first piece. A piece's lines run
-    from the head's (a Markdown preview of them renders a table), or, with rows_only (a CSV file, cited
-    by lines), over its own rows."""
-    marks = element_marks(el)
-    n = count(el.text)
-    if n <= budget:
-        ln, le = span_lines(marks, 0, len(el.text))
-        return [Piece(el.text, n, sep, el.page, ln, le, table=True, marks=marks)]
-    head, rows = parts
-    spans, offset = [], len(head) + 1
-    for row in rows:
-        spans.append((offset, offset + len(row)))
-        offset += len(row) + 1
-    sizes = [count(r) + 1 for r in rows]
-    room = max(budget - count(head) - 1, 1)
-    groups = _row_groups(sizes, room)
-    even = _row_groups(sizes, max(max(sizes), -(-sum(sizes) // len(groups))))
-    if len(even) == len(groups):
-        groups = even
-    out: list[Piece] = []
-    for first, last in groups:
-        pieces_spans = [(0, len(head))] + spans[first:last]
-        text = "\n".join(el.text[s:e] for s, e in pieces_spans)
-        piece_marks = _joined_marks(marks, pieces_spans)
-        ln, le = span_lines(piece_marks, len(head) + 1 if rows_only else 0, len(text))
-        piece = Piece(text, count(text), sep if not out else "\n\n", el.page, ln, le, table=True, marks=piece_marks)
-        # A single row too long for a chunk even under its head: cut between words, the last resort.
-        out.extend([piece] if piece.tokens <= budget else _fit(replace(piece, table=False), count, budget))
-    return out
-
-
-def _row_groups(sizes: list[int], room: int) -> list[tuple[int, int]]:
-    """[first, last) of consecutive rows whose sizes add up to at most room (a row alone may exceed it)."""
-    groups, start, total = [], 0, 0
-    for i, size in enumerate(sizes):
-        if i > start and total + size > room:
-            groups.append((start, i))
-            start, total = i, 0
-        total += size
-    groups.append((start, len(sizes)))
-    return groups
-
-
-def _joined_marks(marks: Marks, spans: list[tuple[int, int]]) -> Marks:
-    """The marks of the characters of these spans of a text, laid end to end with a line break between."""
-    if not marks:
-        return ()
-    out: list[tuple[int, int]] = []
-    offset = 0
-    for start, end in spans:
-        out.extend((o + offset, line) for o, line in sub_marks(marks, start, end))
-        offset += end - start + 1
-    return tuple(out)
 
 
 def merge_small(sections: list[Section], budget: int) -> list[Section]:
@@ -297,79 +151,6 @@ def merge_small(sections: list[Section], budget: int) -> list[Section]:
         else:
             out.append(sec)
     return out
-
-
-def _pieces(el: Element, count: CountTokens, budget: int, sep: str, heading: bool = False) -> list[Piece]:
-    """An element as pieces: lines for code, sentences otherwise, each no longer than budget."""
-    out: list[Piece] = []
-    if el.kind == "code":
-        marks, offset = element_marks(el), 0
-        for i, line in enumerate(el.text.split("\n")):
-            end = offset + len(line)
-            ln, le = span_lines(marks, offset, max(end, offset + 1))
-            base = Piece(line.rstrip(), count(line), sep if i == 0 else "\n", el.page, ln, le, code=True,
-                         marks=sub_marks(marks, offset, end))
-            out.extend(_fit(base, count, budget))
-            offset = end + 1
-        return out
-    prefix = "- " if el.kind == "list" else ""
-    text, marks = prefix + el.text, element_marks(el, len(prefix))
-    for i, (s, e) in enumerate(sentence_spans(text)):
-        sentence = text[s:e]
-        ln, le = span_lines(marks, s, e)
-        base = Piece(sentence, count(sentence), sep if i == 0 else " ", el.page, ln, le, heading=heading,
-                     marks=sub_marks(marks, s, e))
-        out.extend(_fit(base, count, budget))
-    return out
-
-
-def _fit(piece: Piece, count: CountTokens, budget: int) -> list[Piece]:
-    """The piece, or its parts when it is longer than budget: between words, else inside a word."""
-    if piece.tokens <= budget:
-        return [piece]
-    parts: list[Piece] = []
-    words = [(m.start(), m.end()) for m in _WORD.finditer(piece.text)]
-    start, total = None, 0
-    for ws, we in words:
-        n = count(piece.text[ws:we])
-        if start is not None and total + n > budget:
-            parts.append(_part(piece, start, prev_end, total, not parts))
-            start, total = None, 0
-        if n > budget:  # one word longer than a chunk: cut it where the tokens run out
-            line, _ = span_lines(piece.marks, ws, we)
-            parts.extend(_cut_word(piece, piece.text[ws:we], count, budget, line, first=not parts))
-            continue
-        if start is None:
-            start = ws
-        total += n
-        prev_end = we
-    if start is not None:
-        parts.append(_part(piece, start, prev_end, total, not parts))
-    return parts
-
-
-def _part(piece: Piece, start: int, end: int, tokens: int, first: bool) -> Piece:
-    """The characters [start, end) of a piece, with their own lines."""
-    ln, le = span_lines(piece.marks, start, end)
-    return replace(piece, text=piece.text[start:end], tokens=tokens, sep=piece.sep if first else " ", line_start=ln,
-                   line_end=le, marks=sub_marks(piece.marks, start, end))
-
-
-def _cut_word(piece: Piece, word: str, count: CountTokens, budget: int, line: int | None, first: bool) -> list[Piece]:
-    parts = []
-    while word:
-        lo, hi = 1, len(word)
-        while lo < hi:  # the longest prefix that fits
-            mid = (lo + hi + 1) // 2
-            if count(word[:mid]) <= budget:
-                lo = mid
-            else:
-                hi = mid - 1
-        head, word = word[:lo], word[lo:]
-        sep = (piece.sep if first else " ") if not parts else ""
-        parts.append(replace(piece, text=head, tokens=count(head), sep=sep, line_start=line, line_end=line,
-                             marks=((0, line),) if line is not None else ()))
-    return parts
 
 
 def render(pieces: list[Piece]) -> str:
@@ -424,7 +205,7 @@ def _overlap(cur: list[Piece], count: CountTokens, overlap: int, next_tokens: in
         return tail
     # The last sentence alone is longer than the overlap: repeat its last words instead.
     last = cur[-1]
-    words = list(_WORD.finditer(last.text))
+    words = list(WORD.finditer(last.text))
     start = None
     for m in reversed(words):
         if count(last.text[m.start() :]) > room:

@@ -5,7 +5,7 @@
 
 import { api } from "./api.js";
 import { t } from "./i18n.js";
-import { el } from "./dom.js";
+import { el, fieldForm } from "./dom.js";
 
 const MAX_COMMENT_CHARS = 2000; // indexes/feedback.py MAX_COMMENT_CHARS
 let busy = false; // an answer is streaming: no turn may be answered again meanwhile
@@ -129,17 +129,13 @@ function feedbackControls(turn, conversationId) {
   down.title = t("actions.bad");
   const box = el("details", "feedback-comment");
   const summary = el("summary", "", t("actions.comment"));
-  const form = el("form");
   const field = el("textarea");
   field.rows = 2;
   field.maxLength = MAX_COMMENT_CHARS;
-  field.setAttribute("aria-label", t("actions.commentLabel"));
   field.placeholder = t("actions.commentPlaceholder");
-  const save = el("button", "", t("actions.commentSave"));
-  save.type = "submit";
+  const form = fieldForm("", field, { label: t("actions.commentLabel"), submit: t("actions.commentSave") });
   const note = el("p", "feedback-note");
   note.setAttribute("role", "status");
-  form.append(field, save);
   box.append(summary, form);
 
   const show = (feedback) => {
@@ -179,16 +175,14 @@ function feedbackControls(turn, conversationId) {
 function editQuestion(view, turn, opener, resend) {
   const question = view.turn.querySelector(".question");
   if (!question || view.turn.querySelector(".edit-form")) return;
-  const form = el("form", "edit-form");
   const field = el("textarea");
-  field.value = turn.question;
   field.rows = 2;
-  field.setAttribute("aria-label", t("actions.editField"));
-  const send = el("button", "primary", t("actions.editSend"));
-  send.type = "submit";
+  const form = fieldForm("edit-form", field, {
+    value: turn.question, label: t("actions.editField"), submit: t("actions.editSend"), submitClass: "primary",
+  });
   const cancel = el("button", "", t("actions.editCancel"));
   cancel.type = "button";
-  form.append(field, send, cancel);
+  form.append(cancel);
   const close = () => {
     form.remove();
     question.hidden = false;

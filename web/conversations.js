@@ -3,7 +3,7 @@
 // says which one is on screen and opens one; this module only lists them.
 
 import { api } from "./api.js";
-import { confirmThen, el } from "./dom.js";
+import { confirmThen, el, fieldForm } from "./dom.js";
 import { t } from "./i18n.js";
 
 const $ = (sel) => document.querySelector(sel);
@@ -93,14 +93,9 @@ function markCurrent(li, current) {
 }
 
 function startRename(li, c) {
-  const form = el("form", "conv-rename-form");
   const input = el("input");
-  input.value = c.title;
   input.maxLength = 200;
-  input.setAttribute("aria-label", t("conv.renamePrompt"));
-  const save = el("button", "", t("conv.save"));
-  save.type = "submit";
-  form.append(input, save);
+  const form = fieldForm("conv-rename-form", input, { value: c.title, label: t("conv.renamePrompt"), submit: t("conv.save") });
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     try {

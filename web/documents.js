@@ -1,14 +1,14 @@
 // The documents view: collections (documents, chunks, failures, last sync), creating one, adding
 // files (drag-and-drop, a file or folder picker) or a server-side folder, live progress of each
 // ingestion job, and deleting documents and collections. A document (from its row, or from the passage
-// preview) can be asked about alone: the next questions go to /api/ask with its `document`.
+// preview) can be asked about alone (ask_about.js): the next questions go to /api/ask with its `document`.
 
 import { api } from "./api.js";
-import { onLanguageChange, t } from "./i18n.js";
+import { t } from "./i18n.js";
 import { loadCollections as refreshPicker } from "./chat.js";
 import { confirmThen, el } from "./dom.js";
-import { choose, scopedDocument, setScope } from "./picker.js";
-import { droppedFiles } from "./start.js";
+import { askButton, wireAskAbout } from "./ask_about.js";
+import { wireDropZone } from "./start.js";
 import { FINISHED, counting, currentFiles, outcomes, shownSeconds, timeLeft } from "./jobs.js";
 
 const $ = (sel) => document.querySelector(sel);
@@ -359,14 +359,7 @@ export function wireDocuments() {
       note(err.message, "error");
     }
   });
-  const zone = $("#dropzone");
-  zone.addEventListener("dragover", (ev) => { ev.preventDefault(); zone.classList.add("over"); });
-  zone.addEventListener("dragleave", () => zone.classList.remove("over"));
-  zone.addEventListener("drop", async (ev) => {
-    ev.preventDefault();
-    zone.classList.remove("over");
-    uploadFiles((await droppedFiles(ev.dataTransfer)).files);
-  });
+  wireDropZone($("#dropzone"), ({ files }) => uploadFiles(files));
   for (const id of ["#pick-files", "#pick-folder"]) {
     $(id).addEventListener("change", (ev) => {
       uploadFiles([...ev.target.files]);
@@ -396,73 +389,4 @@ export function wireDocuments() {
       note(err.message, "error");
     }
   }));
-}
-
-// ---------------------------------------------------------------- asking about one document
-
-/** The next questions are about this document ({id, collection, path, title}): the chat view, its collection chosen. */
-export function askAbout(doc) {
-  setScope(doc);
-  choose($("#collection"), [doc.collection]);
-  showScope();
-  const focus = () => $("#question").focus();
-  if (location.hash === "#chat") focus();
-  else {
-    window.addEventListener("hashchange", focus, { once: true }); // once the chat view is shown
-    location.hash = "#chat";
-  }
-}
-
-function askButton(doc) {
-  const button = el("button", "quiet doc-ask", t("docs.askDocShort"));
-  button.type = "button";
-  button.setAttribute("aria-label", `${t("docs.askDoc")}: ${doc.path}`);
-  button.addEventListener("click", () => askAbout(doc));
-  return button;
-}
-
-/** Above the question box, while a document is asked about: which one, and a button to ask the collections again. */
-function showScope() {
-  let line = $("#doc-scope");
-  const asked = scopedDocument();
-  if (!asked) {
-    line?.remove();
-    return;
-  }
-  if (!line) {
-    line = el("p", "doc-scope");
-    line.id = "doc-scope";
-    $("#ask-form").before(line);
-  }
-  const clear = el("button", "quiet icon", "✕");
-  clear.type = "button";
-  clear.setAttribute("aria-label", t("docs.askAboutClear"));
-  clear.addEventListener("click", () => {
-    setScope(null);
-    showScope();
-    $("#question").focus();
-  });
-  line.replaceChildren(t("docs.askingAbout", { title: asked.title }), " ", clear);
-}
-
-/** The preview's own button, for the document whose passage it shows (sources.js says which, by an event). */
-function wireAskAbout() {
-  const dialog = $("#preview");
-  const button = el("button", "quiet preview-ask", t("docs.askDoc"));
-  button.type = "button";
-  button.hidden = true;
-  $("#preview-file").after(button);
-  document.addEventListener("preview-document", (ev) => {
-    const doc = ev.detail;
-    button.hidden = false;
-    button.onclick = () => {
-      dialog.close();
-      askAbout({ id: doc.document_id, collection: doc.collection, path: doc.path, title: doc.title });
-    };
-  });
-  dialog.addEventListener("close", () => { button.hidden = true; });
-  onLanguageChange(() => {
-    button.textContent = t("docs.askDoc");
-    showScope();
-  });
 }

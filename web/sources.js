@@ -187,7 +187,7 @@ function renderPassage(body, ctx, src) {
   const whole = $("#preview-whole");
   whole.hidden = !readsWhole(doc);
   whole.onclick = () => showWhole(body, doc);
-  document.dispatchEvent(new CustomEvent("preview-document", { detail: doc })); // documents.js: ask about it
+  document.dispatchEvent(new CustomEvent("preview-document", { detail: doc })); // ask_about.js: ask about it
 
   const out = renderPassageView(ctx.passage, { sheets: isSheet(doc.path) });
   body.replaceChildren(out);

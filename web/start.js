@@ -121,17 +121,20 @@ export function showStart(show) {
   $("#start").hidden = !show;
 }
 
-/** Wire the drop zone and the pickers of the start panel; `ready(name)` runs once a collection is ingested. */
-export function wireStart(ready) {
-  const zone = $("#start-drop");
+/** A drop zone, marked while files are dragged over it; `take({files, folder})` is told what was dropped. */
+export function wireDropZone(zone, take) {
   zone.addEventListener("dragover", (ev) => { ev.preventDefault(); zone.classList.add("over"); });
   zone.addEventListener("dragleave", () => zone.classList.remove("over"));
   zone.addEventListener("drop", async (ev) => {
     ev.preventDefault();
     zone.classList.remove("over");
-    const { files, folder } = await droppedFiles(ev.dataTransfer);
-    startWith(files, folder, ready);
+    take(await droppedFiles(ev.dataTransfer));
   });
+}
+
+/** Wire the drop zone and the pickers of the start panel; `ready(name)` runs once a collection is ingested. */
+export function wireStart(ready) {
+  wireDropZone($("#start-drop"), ({ files, folder }) => startWith(files, folder, ready));
   for (const id of ["#start-files", "#start-folder"]) {
     $(id).addEventListener("change", (ev) => {
       const files = [...ev.target.files];

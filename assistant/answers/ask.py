@@ -12,7 +12,7 @@ observed by the metrics. Errors carry one vocabulary of codes on every door (doc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Iterable
+from typing import Any, AsyncIterator, Callable, Iterable, Protocol
 
 import anyio
 
@@ -24,7 +24,7 @@ from indexes.store import Store
 
 from assistant.answers.conversation import ConversationTurn, UnknownConversation
 from assistant.answers.document_question import DocumentNotAnswerable, UnknownDocument, find_document
-from assistant.answers.events import Done, Event, Failed, Sources, Token
+from assistant.answers.events import Done, Event, Failed, Retrieved, Sources, Token
 from assistant.answers.rag import AnswerPolicy, PreparedAnswer, prepare
 from assistant.answers.variants import NotLastQuestion, UnknownTurn
 from assistant.backends.base import Backend, BackendBusy
@@ -93,6 +93,67 @@ class Outcome:
         return self.done.data if self.done is not None else {}
 
 
+class AnswerMetrics(Protocol):
+    """Where answers are counted (the server's Prometheus series: telemetry.py)."""
+
+    def answer_started(self) -> None: ...
+    def answer_ended(self, end: Done | Failed, pieces: int) -> None: ...
+    def answer_left(self) -> None: ...
+
+
+class Uncounted:
+    def answer_started(self) -> None:
+        pass
+
+    def answer_ended(self, end: Done | Failed, pieces: int) -> None:
+        pass
+
+    def answer_left(self) -> None:
+        pass
+
+
+async def passed(events: AsyncIterator[Event], turn: ConversationTurn | None, metrics: AnswerMetrics,
+                 in_flight: "InFlight") -> AsyncIterator[Event]:
+    """An answer's events, unchanged but for `done` in a conversation (it says where the turn was stored), in
+    one loop that keeps the turn (an `error` stores it as "error" before passing on; events closed before
+    `done` or `error` store it as "stopped") and counts the answer."""
+    in_flight.now += 1
+    metrics.answer_started()
+    pieces, ended = 0, False
+    try:
+        if turn is not None:
+            await turn.begin()
+        async for event in events:
+            if isinstance(event, Token):
+                pieces += 1
+                if turn is not None:
+                    turn.streamed.append(event.text)
+            elif isinstance(event, (Retrieved, Sources)):
+                if turn is not None:
+                    turn.take(event)
+            elif isinstance(event, (Done, Failed)):
+                ended = True
+                gone = False
+                if turn is not None and isinstance(event, Failed):
+                    await turn.keep_unfinished("error", turn.query)
+                elif turn is not None:
+                    event = await turn.finish(event)
+                    gone = isinstance(event, Failed)  # the conversation was deleted during the answer
+                metrics.answer_ended(event, pieces)
+                if gone:
+                    yield event
+                    return
+            yield event
+    finally:
+        in_flight.now -= 1
+        metrics.answer_left()
+        if turn is not None and not ended:
+            await turn.stopped()
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
+
+
 @dataclass
 class Answering:
     """A question on its way: the prepared answer, and what its events pass through (the conversation's
@@ -100,24 +161,20 @@ class Answering:
 
     prepared: PreparedAnswer
     turn: ConversationTurn | None
-    observe: Callable[[AsyncIterator[Event]], AsyncIterator[Event]]
+    metrics: AnswerMetrics
     counter: "InFlight"
     query: str
     collections: list[str]
     document: DocumentRef | None = None
     _events: AsyncIterator[Event] | None = field(default=None, repr=False)
 
-    async def events(self) -> AsyncIterator[Event]:
-        self.counter.now += 1
-        events = self.prepared.events()
-        if self.turn is not None:
-            events = self.turn.record(events)
-        self._events = observed = self.observe(events)
+    async def events(self, wire: Callable[[Event], Any] | None = None) -> AsyncIterator[Any]:
+        """The events, or each in a door's wire form (`wire`: one loop serves the door, no second stream)."""
+        self._events = passed(self.prepared.events(), self.turn, self.metrics, self.counter)
         try:
-            async for event in observed:
-                yield event
+            async for event in self._events:
+                yield event if wire is None else wire(event)
         finally:
-            self.counter.now -= 1
             await self.aclose()
 
     async def outcome(self, on_token: Callable[[str], None] | None = None) -> Outcome:
@@ -150,10 +207,6 @@ class InFlight:
     now: int = 0
 
 
-def unobserved(events: AsyncIterator[Event]) -> AsyncIterator[Event]:
-    return events
-
-
 @dataclass
 class Asking:
     """The long-lived parts every question needs, built once by the services."""
@@ -164,7 +217,7 @@ class Asking:
     policy: AnswerPolicy
     conversations: ConversationSettings
     max_question_chars: int
-    observe: Callable[[AsyncIterator[Event]], AsyncIterator[Event]] = unobserved  # the server's metrics
+    metrics: AnswerMetrics = field(default_factory=Uncounted)  # the server's Prometheus series
     on_busy: Callable[[], None] = lambda: None
     in_flight: InFlight = field(default_factory=InFlight)
 
@@ -174,14 +227,7 @@ class Asking:
         text = checked_text(question.text, self.max_question_chars)
         if self.backend is None:
             raise AskError("no_backend", "no backend is configured to answer with")
-        turn = await anyio.to_thread.run_sync(self._turn, identity, question)
-        collections = list(dict.fromkeys(question.collections)) or (turn.collections if turn else [])
-        document = await anyio.to_thread.run_sync(self._document, identity, question, collections)
-        if document is not None and not collections:
-            collections = [document.collection]
-        if not collections:
-            raise AskError("collection_required", "name a collection to ask (`collection` or `collections`)")
-        await anyio.to_thread.run_sync(self._require_collections, identity, collections)
+        turn, collections, document = await anyio.to_thread.run_sync(self._checked, identity, question)
         query = text
         if turn is not None:
             query = await turn.standalone_query(self.backend, text, self.conversations)
@@ -199,7 +245,21 @@ class Asking:
         except BackendBusy as exc:
             self.on_busy()
             raise AskError("busy", str(exc), retry_after=exc.retry_after) from None
-        return Answering(prepared, turn, self.observe, self.in_flight, query, collections, document)
+        return Answering(prepared, turn, self.metrics, self.in_flight, query, collections, document)
+
+    def _checked(self, identity: Identity, question: Question
+                 ) -> tuple[ConversationTurn | None, list[str], DocumentRef | None]:
+        """The conversation, the collections and the document of the question, each the caller may use (the
+        store read in one trip to a worker thread)."""
+        turn = self._turn(identity, question)
+        collections = list(dict.fromkeys(question.collections)) or (turn.collections if turn else [])
+        document = self._document(identity, question, collections)
+        if document is not None and not collections:
+            collections = [document.collection]
+        if not collections:
+            raise AskError("collection_required", "name a collection to ask (`collection` or `collections`)")
+        self._require_collections(identity, collections)
+        return turn, collections, document
 
     def _turn(self, identity: Identity, question: Question) -> ConversationTurn | None:
         """The conversation the question continues, once the caller may: its stored turns are the history,

@@ -6,7 +6,10 @@ other entry point use it the same way:
     # or, for another answer to the last question: open(..., regenerate_of=turn_id)  (variants.py)
     query = await turn.standalone_query(backend, question, settings.conversations)
     prepared = await prepare(question, collections, ..., history=turn.history, query=query)
-    async for event in turn.record(prepared.events()): ...   # `done` gains conversation_id, turn_id
+    await turn.begin()                                     # an untitled conversation named now
+    turn.take(event) for each event; `error`: await turn.keep_unfinished("error", turn.query);
+    `done`: event = await turn.finish(event)  # gains conversation_id, turn_id; closed early: await turn.stopped()
+    (answers/ask.py takes these steps in the one loop an answer's events pass)
 
 An untitled conversation is named after the question as soon as the answer starts. Every answer that
 started is recorded, with its status: "done" keeps what the user saw last, `done.answer` (the
@@ -21,7 +24,6 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import AsyncIterator
 
 import anyio
 from sqlalchemy.engine import Engine
@@ -32,7 +34,7 @@ from indexes.turn_groups import latest_variants
 
 from assistant.backends.base import Backend
 from assistant.answers.followup import Rewrite, standalone_query
-from assistant.answers.events import Done, Event, Failed, Retrieved, Sources, Token
+from assistant.answers.events import Done, Event, Failed, Retrieved, Sources
 from assistant.answers.rag import partial_sources
 from assistant.answers.variants import replaced_group
 from assistant.settings import ConversationSettings
@@ -133,52 +135,47 @@ class ConversationTurn:
         self.rewrite_ms = (time.perf_counter() - started) * 1000
         return self.rewrite.query
 
-    async def record(self, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
-        """The answer's events, unchanged until `done`: the turn is stored first, then `done` says where.
+    @property
+    def query(self) -> str:
+        """What retrieval was asked: the rewrite, else the question itself."""
+        return self.rewrite.query if self.rewrite else self.question
 
-        An `error` event stores the turn as "error" before it is passed on; events closed before `done`
-        or `error` (a client gone: cancelled or closed) store it as "stopped", shielded from that
-        cancellation."""
+    async def begin(self) -> None:
+        """The answer starts: an untitled conversation is named after the question now."""
         if not self.question:
-            raise RuntimeError("standalone_query() names the question: call it before record()")
-        query = self.rewrite.query if self.rewrite else self.question
-        ended = False
+            raise RuntimeError("standalone_query() names the question: call it before begin()")
+        await anyio.to_thread.run_sync(name_untitled, self.engine, self.conversation_id, self.question)
+
+    def take(self, event: Event) -> None:
+        """The sources an event names, kept for the turn: those retrieved, then the final ones (the text
+        streamed goes to `streamed` as it comes)."""
+        match event:
+            case Retrieved(sources=sources):
+                self.retrieved = sources
+            case Sources(sources=sources):
+                self.sources = sources
+
+    async def finish(self, done: Done) -> Done | Failed:
+        """The turn stored with `done`'s answer; `done` then says where (a `conversation_not_found` error
+        when the conversation was deleted during the answer)."""
+        query = self.query
         try:
-            await anyio.to_thread.run_sync(name_untitled, self.engine, self.conversation_id, self.question)
-            async for event in events:
-                match event:
-                    case Retrieved(sources=sources):
-                        self.retrieved = sources
-                    case Token(text=text):
-                        self.streamed.append(text)
-                    case Sources(sources=sources):
-                        self.sources = sources
-                    case Failed():
-                        ended = True
-                        await self.keep_unfinished("error", query)
-                    case Done():
-                        ended = True
-                        try:
-                            turn = await anyio.to_thread.run_sync(lambda: record_turn(
-                                self.engine, self.conversation_id, question=self.question, query=query,
-                                answer=event.answer, sources=self.sources, variant_of=self.variant_of,
-                            ))
-                        except UnknownConversation as exc:
-                            yield Failed(f"{exc}: it was deleted during the answer", "conversation_not_found")
-                            return
-                        event = Done(event.answer, event.model, event.prompt_tokens,
-                                     dict(event.timings, rewrite_ms=round(self.rewrite_ms, 1)), event.check,
-                                     event.completion_tokens,
-                                     dict(event.extra, conversation_id=self.conversation_id, turn_id=turn.id,
-                                          query=query, query_rewrite=self.rewrite.method if self.rewrite else "none"))
-                yield event
-        finally:
-            if not ended:
-                with anyio.CancelScope(shield=True):
-                    await self.keep_unfinished("stopped", query)
-            close = getattr(events, "aclose", None)
-            if close is not None:
-                await close()
+            turn = await anyio.to_thread.run_sync(lambda: record_turn(
+                self.engine, self.conversation_id, question=self.question, query=query, answer=done.answer,
+                sources=self.sources, variant_of=self.variant_of,
+            ))
+        except UnknownConversation as exc:
+            return Failed(f"{exc}: it was deleted during the answer", "conversation_not_found")
+        return Done(done.answer, done.model, done.prompt_tokens, dict(done.timings, rewrite_ms=round(self.rewrite_ms, 1)),
+                    done.check, done.completion_tokens,
+                    dict(done.extra, conversation_id=self.conversation_id, turn_id=turn.id, query=query,
+                         query_rewrite=self.rewrite.method if self.rewrite else "none"))
+
+    async def stopped(self) -> None:
+        """Events closed before `done` or `error` (a client gone: cancelled or closed): the turn stored as
+        "stopped", shielded from that cancellation."""
+        with anyio.CancelScope(shield=True):
+            await self.keep_unfinished("stopped", self.query)
 
     async def keep_unfinished(self, status: str, query: str) -> None:
         """Store the turn of an answer that ended before `done`: the text that had streamed, and the

@@ -18,14 +18,14 @@ import anyio
 
 from assistant.answers.prompts import Prompt
 
-_END = object()  # the stream ended before its first piece
+END = object()  # the stream ended before its first piece
 
 
 async def _first_piece(stream: Any) -> Any:
     try:
         return await stream.__anext__()
     except StopAsyncIteration:
-        return _END
+        return END
 
 
 class Started:
@@ -42,12 +42,20 @@ class Started:
     def __aiter__(self) -> "Started":
         return self
 
+    async def first(self) -> Any:
+        """The first piece, or END when the stream ended without one. The pieces after it are `stream`'s own:
+        a reader may take them there, not through this wrapper."""
+        try:
+            return await self.__anext__()
+        except StopAsyncIteration:
+            return END
+
     async def __anext__(self) -> Any:
         if self._first is None:
             return await self.stream.__anext__()
         first, self._first = self._first, None
         piece = await first
-        if piece is _END:
+        if piece is END:
             raise StopAsyncIteration
         return piece
 

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, AsyncIterator
@@ -62,7 +63,7 @@ from assistant.backends.model_choice import runs_packaged_model
 from assistant.answers.citations import CitationFilter, cited_numbers
 from assistant.answers.document_question import document_prompt
 from assistant.answers.support import NO_ANSWER, NOT_IN_DOCUMENTS, AnswerCheck, attribute, check_answer, language_of
-from assistant.answers.early_send import Started, counted_beside
+from assistant.answers.early_send import END, Started, counted_beside
 from assistant.answers.prompts import Prompt, PromptTooLong, build_prompt, early_prompt, sources_shown
 from assistant.answers.events import Done, Event, Failed, Retrieved, Sources, Token
 from assistant.security.redaction import redact_text
@@ -238,15 +239,16 @@ class PreparedAnswer:
         engine_first_ms: float | None = None  # the backend's own time to its first piece
         try:
             yield Retrieved(source_dicts(prompt.sources_used, []))
-            async for piece in self.stream:
-                if engine_first_ms is None and piece:
-                    engine_first_ms = (time.perf_counter() - self.sent) * 1000
-                text = citations.feed(piece)
-                if text:
-                    if first_token_ms is None:
-                        first_token_ms = self._ms()
-                    pieces.append(text)
-                    yield Token(text)
+            async with aclosing(backend_pieces(self.stream)) as stream:
+                async for piece in stream:
+                    if engine_first_ms is None and piece:
+                        engine_first_ms = (time.perf_counter() - self.sent) * 1000
+                    text = citations.feed(piece)
+                    if text:
+                        if first_token_ms is None:
+                            first_token_ms = self._ms()
+                        pieces.append(text)
+                        yield Token(text)
             tail = citations.flush()
             if tail:
                 pieces.append(tail)
@@ -298,6 +300,19 @@ class PreparedAnswer:
 
     def _ms(self) -> float:
         return (time.perf_counter() - self.started) * 1000
+
+
+async def backend_pieces(stream: Any) -> AsyncIterator[Any]:
+    """The backend's pieces as they come: a started request's first (awaited since it was sent), then its
+    stream's own, read here rather than through the wrapper that held the first."""
+    if isinstance(stream, Started):
+        first = await stream.first()
+        if first is END:
+            return
+        yield first
+        stream = stream.stream
+    async for piece in stream:
+        yield piece
 
 
 def opened(backend: Backend, prompt: Prompt, params: GenParams, question: str, absent: Absent) -> Any:

@@ -17,13 +17,14 @@ from assistant.backends.base import BackendError
 from assistant.backends.registry import backend_names
 from assistant.services import Services
 from assistant.settings import Settings
+from assistant.commands import fail
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     from assistant.cli import add_common
 
-    p = sub.add_parser("batch", help="answer a JSONL file of questions into a JSONL file of answers (resumable)")
-    add_common(p)
+    p = add_common(sub.add_parser(
+        "batch", help="answer a JSONL file of questions into a JSONL file of answers (resumable)"))
     p.add_argument("questions", type=Path, help='JSONL: {"id"?: ..., "question": "..."} or a question per line')
     p.add_argument("--collection", "-c", required=True, action="append", help="collection (repeat for several)")
     p.add_argument("--out", "-o", required=True, type=Path, help="JSONL answers, appended; a re-run skips the ids in it")
@@ -32,10 +33,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backend", choices=backend_names(), help="LLM backend")
     p.set_defaults(func=run_batch_command, overrides=lambda a: {"backend": a.backend} if a.backend else {})
 
-
-def fail(message: str) -> int:
-    print(f"assistant: {terminal_safe(message, multiline=True)}", file=sys.stderr)
-    return 2
 
 
 def run_batch_command(args: argparse.Namespace, settings: Settings) -> int:

@@ -32,8 +32,8 @@ QUIT = {"/quit", "/exit"}
 def register(sub: argparse._SubParsersAction) -> None:
     from assistant.cli import add_common
 
-    p = sub.add_parser("chat", help="a conversation in the terminal, saved in the store (resume with --conversation)")
-    add_common(p)
+    p = add_common(sub.add_parser(
+        "chat", help="a conversation in the terminal, saved in the store (resume with --conversation)"))
     p.add_argument("--collection", "-c", action="append", help="collection (repeat for several); "
                    "a resumed conversation keeps its own unless given")
     p.add_argument("--conversation", type=int, metavar="ID", help="resume this saved conversation")

@@ -14,8 +14,7 @@ from assistant.settings import Settings, documented_settings
 def register(sub: argparse._SubParsersAction) -> None:
     from assistant.cli import add_common
 
-    p = sub.add_parser("config", help="show the settings in force, or the reference of every setting")
-    add_common(p)
+    p = add_common(sub.add_parser("config", help="show the settings in force, or the reference of every setting"))
     p.add_argument("--reference", action="store_true", help="print every setting as a Markdown table")
     p.set_defaults(func=run)
 

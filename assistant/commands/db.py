@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 from indexes import migrations
@@ -23,6 +24,9 @@ from indexes.store import Store
 
 from assistant.security.redaction import redact_text, redact_url
 from assistant.settings import Settings
+from assistant.commands import fail as failed
+
+fail = partial(failed, command="assistant db")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,28 +34,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("db", help="the store's schema (migrations) and copying a store into PostgreSQL")
     dbsub = p.add_subparsers(dest="db_command", metavar="ACTION", required=True)
-    up = dbsub.add_parser("upgrade", help="migrate the configured store to the newest schema")
-    add_common(up)
+    up = add_common(dbsub.add_parser("upgrade", help="migrate the configured store to the newest schema"))
     up.set_defaults(func=run_upgrade)
-    st = dbsub.add_parser("status", help="the store's schema revision and any difference from the models")
-    add_common(st)
+    st = add_common(dbsub.add_parser("status", help="the store's schema revision and any difference from the models"))
     st.set_defaults(func=run_status)
-    rev = dbsub.add_parser("revision", help="write a migration for what the models changed (for developers)")
-    add_common(rev)
+    rev = add_common(dbsub.add_parser("revision", help="write a migration for what the models changed (for developers)"))
     rev.add_argument("-m", "--message", required=True, help="what the revision changes")
     rev.set_defaults(func=run_revision)
-    cp = dbsub.add_parser("copy", help="copy the configured store into an empty PostgreSQL database, verified")
-    add_common(cp)
+    cp = add_common(dbsub.add_parser(
+        "copy", help="copy the configured store into an empty PostgreSQL database, verified"))
     cp.add_argument("--to", required=True, metavar="URL", help="postgresql+psycopg://user:password@host/db")
     cp.add_argument("--questions", type=int, default=20, help="sampled searches compared after the copy")
     cp.add_argument("-k", type=int, default=5, help="hits compared per sampled search")
     cp.add_argument("--json", action="store_true", help="print the report as JSON")
     cp.set_defaults(func=run_copy)
 
-
-def fail(message: str) -> int:
-    print(f"assistant db: {message}", file=sys.stderr)
-    return 2
 
 
 def where(settings: Settings) -> str:

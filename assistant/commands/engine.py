@@ -6,8 +6,12 @@ import argparse
 import json
 import os
 import sys
+from functools import partial
 
 from assistant.settings import Settings
+from assistant.commands import fail as failed
+
+fail = partial(failed, command="assistant engine")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -15,8 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("engine", help="build and list the inference engines the assistant manages (llama-server)")
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
-    b = verbs.add_parser("build", help="build llama.cpp's llama-server from the installed llama-cpp-python's source")
-    add_common(b)
+    b = add_common(verbs.add_parser(
+        "build", help="build llama.cpp's llama-server from the installed llama-cpp-python's source"))
     b.add_argument("engine", choices=["llama-server"], help="the engine to build")
     kind = b.add_mutually_exclusive_group()
     kind.add_argument("--cpu", action="store_true", help="a CPU build (the default when no NVIDIA GPU is found)")
@@ -30,15 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--force", action="store_true", help="build again when this version and variant is built already")
     b.add_argument("--json", action="store_true", help="print the build's record as JSON")
     b.set_defaults(func=run_build)
-    ls = verbs.add_parser("list", help="the llama-server builds, newest first, and the one the backend runs")
-    add_common(ls)
+    ls = add_common(verbs.add_parser("list", help="the llama-server builds, newest first, and the one the backend runs"))
     ls.add_argument("--json", action="store_true", help="print one JSON object")
     ls.set_defaults(func=run_list)
 
-
-def _fail(message: str) -> int:
-    print(f"assistant engine: {message}", file=sys.stderr)
-    return 2
 
 
 def found_archs() -> list[int]:
@@ -54,14 +53,14 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
     from assistant.engines.llama_server import build_llama_server, builds, llama_cpp_python_version, variant_name
 
     if args.jobs < 1:
-        return _fail("--jobs takes a positive number")
+        return fail("--jobs takes a positive number")
     try:
         archs = sorted({parse_arch(a) for a in args.cuda_arch}) if args.cuda_arch else ([] if args.cpu else found_archs())
     except ValueError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     toolkit = find_toolkit(args.nvcc) if archs else None
     if args.nvcc and archs and toolkit is None:
-        return _fail(f"--nvcc {args.nvcc} is not a working nvcc")
+        return fail(f"--nvcc {args.nvcc} is not a working nvcc")
     if archs and toolkit is not None:
         print(f"assistant engine: {toolkit.label} for {', '.join(f'sm_{a}' for a in archs)}")
         for warning in build_warnings(toolkit, archs):
@@ -78,7 +77,7 @@ def run_build(args: argparse.Namespace, settings: Settings) -> int:
             record = build_llama_server(archs, toolkit, args.jobs, args.source, say=lambda m: print(f"assistant engine: {m}", flush=True))
             print(f"assistant engine: built {record.binary} in {record.seconds:.0f} s")
     except BuildRefused as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if args.json:
         print(json.dumps(record.to_dict(), indent=2))
     return 0

@@ -24,11 +24,9 @@ PREVIEW_CHARS = 160  # the table shows the start of long questions, answers and 
 def register(sub: argparse._SubParsersAction) -> None:
     from assistant.cli import add_common
 
-    p = sub.add_parser("feedback", help="the answers readers judged, with their comments and sources")
-    add_common(p)
+    p = add_common(sub.add_parser("feedback", help="the answers readers judged, with their comments and sources"))
     actions = p.add_subparsers(dest="feedback_command", metavar="ACTION", required=True)
-    export = actions.add_parser("export", help="list the judged answers, latest first (a table, or JSON)")
-    add_common(export)
+    export = add_common(actions.add_parser("export", help="list the judged answers, latest first (a table, or JSON)"))
     export.add_argument("--json", action="store_true", help="a JSON list, each with its full answer and sources")
     export.add_argument("--rating", type=int, choices=RATINGS, help="only thumbs up (1) or thumbs down (-1)")
     export.add_argument("--since", metavar="ISO", help="only judged at or after this time (UTC without a zone)")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from rich.console import Console
@@ -19,6 +18,7 @@ from assistant.backends.model_choice import answering_model, model_line, server_
 from assistant.engines.checks import add_toolkit_facts, engine_report
 from assistant.gpu.model import QUANTS
 from assistant.settings import Settings
+from assistant.commands import fail
 
 STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 
@@ -26,8 +26,7 @@ STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 def register(sub: argparse._SubParsersAction) -> None:
     from assistant.cli import add_common
 
-    p = sub.add_parser("doctor", help="check this machine's GPUs, drivers and engines; say what to fix")
-    add_common(p)
+    p = add_common(sub.add_parser("doctor", help="check this machine's GPUs, drivers and engines; say what to fix"))
     p.add_argument("--json", action="store_true", help="print one JSON object: status, findings, facts")
     p.add_argument("--facts", metavar="PATH", help="check recorded facts (a folder of probe outputs or a facts JSON)")
     p.add_argument("--preset", help="check a launch preset (see `assistant presets`)")
@@ -40,8 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpu-memory-utilization", type=float, help="vLLM --gpu-memory-utilization to check")
     p.set_defaults(func=run_doctor)
 
-    p = sub.add_parser("plan", help="what fits: weights, KV cache, concurrent sequences, decode ceiling, vLLM flags")
-    add_common(p)
+    p = add_common(sub.add_parser(
+        "plan", help="what fits: weights, KV cache, concurrent sequences, decode ceiling, vLLM flags"))
     p.add_argument("--model", required=True, help="model directory (config.json + safetensors) or a config.json")
     p.add_argument("--gpu", required=True, help="v100-16g | v100-32g | a100-80g | h100-80g | h200 | <GiB>,<GB/s>")
     p.add_argument("--gpus", type=int, help="number of GPUs (tensor parallel; default 1, or as many as --facts shows)")
@@ -56,22 +55,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     p.set_defaults(func=run_plan)
 
-    p = sub.add_parser("status", help="this machine's GPUs now, and the running server's backend")
-    add_common(p)
+    p = add_common(sub.add_parser("status", help="this machine's GPUs now, and the running server's backend"))
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--url", help="server to ask for its backend (default: the configured host and port)")
     p.add_argument("--key", help="the API key to ask the server with (default: ASSISTANT_API_KEY, api_key in the config)")
     p.set_defaults(func=run_status)
 
-    p = sub.add_parser("presets", help="list the named vLLM launch presets")
-    add_common(p)
+    p = add_common(sub.add_parser("presets", help="list the named vLLM launch presets"))
     p.add_argument("--json", action="store_true", help="print the presets as one JSON object")
     p.set_defaults(func=run_presets)
 
-
-def _fail(message: str) -> int:
-    print(f"assistant: {message}", file=sys.stderr)
-    return 2
 
 
 def _print_json(obj: Any) -> None:
@@ -94,7 +87,7 @@ def run_doctor(args: argparse.Namespace, settings: Settings) -> int:
             args.max_model_len, args.gpu_memory_utilization, base=facts.intent,
         )  # fmt: skip
     except (FileNotFoundError, KeyError, ValueError) as exc:
-        return _fail(str(exc).strip("'\""))
+        return fail(str(exc).strip("'\""))
     report = diagnose(facts)
     report["model"] = answering_model(settings)
     report["ocr"] = find_tools(settings.ingest.ocr_command).report(split_languages(settings.ingest.ocr_languages))
@@ -161,7 +154,7 @@ def run_plan(args: argparse.Namespace, settings: Settings) -> int:
         )  # fmt: skip
         plan = make_plan(model, req)
     except (FileNotFoundError, ValueError) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     cfg = settings.llama_server  # what the backend adds to the plan's flags: -mg, speculative decoding, extra flags
     plan.llama_server_args += (["-mg", str(cfg.main_gpu)] if cfg.main_gpu is not None else []) + speculative_args(
         cfg, cfg.draft_model or None) + list(cfg.extra_args)  # fmt: skip

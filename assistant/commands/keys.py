@@ -15,11 +15,9 @@ from assistant.settings import Settings
 def register(sub: argparse._SubParsersAction) -> None:
     from assistant.cli import add_common
 
-    p = sub.add_parser("keys", help="create, list or revoke API keys")
-    add_common(p)
+    p = add_common(sub.add_parser("keys", help="create, list or revoke API keys"))
     keys = p.add_subparsers(dest="keys_command", metavar="ACTION", required=True)
-    create = keys.add_parser("create", help="make a key (it is printed once; only its hash is kept)")
-    add_common(create)
+    create = add_common(keys.add_parser("create", help="make a key (it is printed once; only its hash is kept)"))
     create.add_argument("name", help="who or what the key is for")
     create.add_argument("--scope", action="append", choices=SCOPES, required=True,
                         help="what it may do (repeat): read = search and read passages, ask = answers and "
@@ -27,12 +25,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "metrics = scrape /metrics")
     create.add_argument("--collection", action="append", default=[],
                         help="a collection it may use (repeat); '*' = every collection")
-    listing = keys.add_parser("list", help="the keys (never the keys themselves)")
-    add_common(listing)
+    listing = add_common(keys.add_parser("list", help="the keys (never the keys themselves)"))
     listing.add_argument("--all", action="store_true", help="revoked keys too")
     listing.add_argument("--json", action="store_true", help="JSON instead of a table")
-    revoke = keys.add_parser("revoke", help="revoke a key by id or name (it stops working at once)")
-    add_common(revoke)
+    revoke = add_common(keys.add_parser("revoke", help="revoke a key by id or name (it stops working at once)"))
     revoke.add_argument("key", help="the key's id or name")
     p.set_defaults(func=run)
 

@@ -21,13 +21,13 @@ from assistant.backends.registry import backend_names
 from assistant.security.access import LOCAL_USER
 from assistant.services import Services
 from assistant.settings import Settings
+from assistant.commands import fail
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     from assistant.cli import add_common
 
-    p = sub.add_parser("ask", help="ask a question of a collection; streams the answer, then the sources")
-    add_common(p)
+    p = add_common(sub.add_parser("ask", help="ask a question of a collection; streams the answer, then the sources"))
     p.add_argument("question")
     p.add_argument("--collection", "-c", required=True, action="append", help="collection (repeat for several)")
     p.add_argument("-k", type=int, help="sources to give the model")
@@ -38,8 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help='print {"answer": ..., "sources": [...]} only')
     p.set_defaults(func=run_ask, overrides=lambda a: {"backend": a.backend} if a.backend else {})
 
-    p = sub.add_parser("search", help="show the sources a query retrieves, without generating")
-    add_common(p)
+    p = add_common(sub.add_parser("search", help="show the sources a query retrieves, without generating"))
     p.add_argument("query")
     p.add_argument("--collection", "-c", required=True, action="append", help="collection (repeat for several)")
     p.add_argument("-k", type=int, default=10, help="hits to show")
@@ -57,10 +56,6 @@ def add_filter_options(p: argparse.ArgumentParser) -> None:
 def filters_of(args: argparse.Namespace) -> dict | None:
     return {"paths": args.path, "kinds": args.kind} if (args.path or args.kind) else None
 
-
-def fail(message: str) -> int:
-    print(f"assistant: {terminal_safe(message, multiline=True)}", file=sys.stderr)
-    return 2
 
 
 def check_scope(services: Services, names: list[str]) -> str | None:

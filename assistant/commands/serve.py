@@ -11,8 +11,7 @@ from assistant.settings import Settings, VLLMSettings
 def register(sub: argparse._SubParsersAction) -> None:
     from assistant.cli import add_common
 
-    p = sub.add_parser("serve", help="run the server (web page + API)")
-    add_common(p)
+    p = add_common(sub.add_parser("serve", help="run the server (web page + API)"))
     p.add_argument("--host", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="port to bind (default 8000)")
     p.add_argument("--backend", choices=backend_names(), help="LLM backend")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -19,13 +18,14 @@ from assistant.backends.base import Backend, BackendError
 from assistant.backends.factory import create_backend
 from assistant.backends.registry import backend_names
 from assistant.settings import Settings
+from assistant.commands import fail
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     from assistant.cli import add_common
 
-    p = sub.add_parser("summarize", help="summarise one document of a collection (map-reduce, cited by lines or pages)")
-    add_common(p)
+    p = add_common(sub.add_parser(
+        "summarize", help="summarise one document of a collection (map-reduce, cited by lines or pages)"))
     p.add_argument("document", metavar="PATH_OR_DOC_ID", help="document id, its path in the collection, or the file on disk")
     p.add_argument("--collection", "-c", required=True, help="collection the document belongs to")
     p.add_argument("--refresh", action="store_true", help="summarise again even when a cached summary exists")
@@ -43,10 +43,6 @@ def overrides(args: argparse.Namespace) -> dict:
         out["summary"] = {"concurrency": args.concurrency}
     return out
 
-
-def fail(message: str) -> int:
-    print(f"assistant: {terminal_safe(message, multiline=True)}", file=sys.stderr)
-    return 2
 
 
 def run_summarize(args: argparse.Namespace, settings: Settings) -> int:

@@ -10,11 +10,11 @@ with what had streamed). With `document`, the question is about that document al
 
 from __future__ import annotations
 
-from typing import Annotated, Any, AsyncIterator
+from typing import Annotated, Any
 
 from litestar import post
 from litestar.exceptions import HTTPException, ValidationException
-from litestar.response import ServerSentEvent, ServerSentEventMessage
+from litestar.response import ServerSentEvent
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from indexes.retrieval.filters import SearchFilters
@@ -110,13 +110,6 @@ async def ask(services: Services, identity: Identity, data: AskRequest) -> Serve
     except AskError as exc:
         raise http_error(exc) from None
 
-    async def stream() -> AsyncIterator[ServerSentEventMessage]:
-        try:
-            async for event in answering.events():
-                yield to_message(event)
-        finally:
-            await answering.aclose()  # client gone or stream done: the backend request is aborted
-
     # Returned before the engine's first token: the response starts while the engine works, so that
-    # token then goes out as one more body chunk.
-    return ServerSentEvent(stream())
+    # token then goes out as one more body chunk. Client gone or stream done: the backend request is aborted.
+    return ServerSentEvent(answering.events(to_message))

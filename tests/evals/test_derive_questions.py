@@ -6,14 +6,8 @@ from pathlib import Path
 import pytest
 
 from assistant.cli import main
-from evals.derive_questions import (
-    code_questions,
-    document_splits,
-    markdown_sections,
-    read_sections,
-    section_questions,
-    strip_name,
-)
+from evals.derive_questions import code_questions, strip_name
+from evals.derive_sections import document_splits, markdown_sections, read_sections, section_questions
 from evals.eval_questions import Question, choose_split, load_questions
 from tests.support.stores import write_pages
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ingest.parse import Element
-from ingest.split import sentence_spans, slugify, split
+from ingest.pieces import sentence_spans
+from ingest.split import slugify, split
 
 pytestmark = pytest.mark.slow
 

@@ -3,11 +3,12 @@ our server in front of it, its answers read through /api/ask, and a kill in the 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import time
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 import httpx
 import pytest
@@ -16,6 +17,7 @@ from assistant.app import create_app
 from assistant.services import Services
 from evals.local_server import serve_in_thread
 from tests.support.sse import aiter_sse
+from tests.support.wait import async_wait_until
 
 # The small handbook both engines' tests ask about.
 HANDBOOK = {
@@ -55,6 +57,21 @@ async def ask(client: httpx.AsyncClient, url: str, question: str, collection: st
     async with client.stream("POST", f"{url}/api/ask", json={"question": question, "collection": collection}) as r:
         assert r.status_code == 200, await r.aread()
         return [e async for e in aiter_sse(r.aiter_lines())]
+
+
+SIXTEEN = [f"{q} (variant {i})" for i, q in enumerate(["Who books hotels?", "How does leave accrue?",
+                                                        "Where do laptops come from?", "What if I lose my badge?"] * 4)]
+
+
+async def ask_sixteen_at_once(url: str, in_engine: Callable[[], int], what: str) -> list[list[tuple[str, dict]]]:
+    """SIXTEEN asked at once through /api/ask, once `in_engine()` (read in a thread) has seen all sixteen in
+    the engine at the same time; each one's events, every answer `done`."""
+    async with httpx.AsyncClient(timeout=300, limits=httpx.Limits(max_connections=32)) as client:
+        tasks = [asyncio.create_task(ask(client, url, q)) for q in SIXTEEN]
+        await async_wait_until(lambda: asyncio.to_thread(in_engine), accept=lambda n: n == 16, timeout=120, what=what)
+        results = await asyncio.gather(*tasks)
+    assert all(r[-1][0] == "done" for r in results), [r[-1] for r in results if r[-1][0] != "done"]
+    return results
 
 
 async def kill_mid_answer(client: httpx.AsyncClient, url: str, process, question: str, after_tokens: int = 5) -> tuple[float, dict]:

@@ -22,6 +22,7 @@ from evals.local_server import free_port
 from tests.support.wait import wait_until
 
 CHROMIUM = Path("/usr/bin/chromium")
+ANSWER_TIMEOUT_MS = 60_000  # the first question also warms the embedder up on a shared CPU
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -140,22 +141,43 @@ def base_env(**extra: str) -> dict:
     return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **extra}
 
 
+@contextmanager
+def served(tmp_path_factory, name: str, collections: dict[str, dict[str, str]], *, worker: bool = False,
+           **env: str) -> Iterator[str]:
+    """`assistant serve` (and a worker) over collections ingested from these files (collection -> file name
+    -> text), with these settings in the environment of both; its base URL."""
+    root = tmp_path_factory.mktemp(name)
+    data = root / "data"
+    full_env = base_env(**env)
+    for collection, files in collections.items():
+        ingest(assistant_command(), write_folder(root / collection, files), collection, data, full_env)
+    with running_server(root, data, full_env, worker=worker) as base:
+        yield base
+
+
+def ask_in_new_chat(page, question: str):
+    """Ask on the page as it is, in a new conversation; the turn's locator once its answer is complete."""
+    from playwright.sync_api import expect
+
+    page.click("#new-chat")
+    expect(page.locator(".turn")).to_have_count(0)
+    page.fill("#question", question)
+    page.press("#question", "Enter")
+    turn = page.locator(".turn").last
+    expect(turn.locator(".answer-block > .answer")).to_have_attribute("aria-busy", "false", timeout=ANSWER_TIMEOUT_MS)
+    expect(turn.locator(".timings")).to_be_visible()  # the done event arrived
+    return turn
+
+
 @pytest.fixture(scope="session")
 def live_server(tmp_path_factory) -> Iterator[str]:
     """Base URL of a real server (echo backend) over two collections, `docs` (three Markdown files) and
     `archive`, with an ingestion worker beside it; server-side folders under the test session's
     temporary folder may be added."""
-    root = tmp_path_factory.mktemp("web")
-    data = root / "data"
-    env = base_env(
-        ASSISTANT_BACKEND="echo",
-        ASSISTANT_ECHO_DELAY_S="0.05",  # words arrive one by one, as from a model
-        ASSISTANT_INGEST_ALLOWED_ROOTS=json.dumps([str(tmp_path_factory.getbasetemp())]),
-    )
-    cmd = assistant_command()
-    for collection, files in (("docs", DOCS), ("archive", ARCHIVE)):
-        ingest(cmd, write_folder(root / collection, files), collection, data, env)
-    with running_server(root, data, env, worker=True) as base:
+    with served(tmp_path_factory, "web", {"docs": DOCS, "archive": ARCHIVE}, worker=True,
+                ASSISTANT_BACKEND="echo",
+                ASSISTANT_ECHO_DELAY_S="0.05",  # words arrive one by one, as from a model
+                ASSISTANT_INGEST_ALLOWED_ROOTS=json.dumps([str(tmp_path_factory.getbasetemp())])) as base:
         yield base
 
 

@@ -13,14 +13,12 @@ import httpx
 import pytest
 
 from tests.support.wait import wait_until
-from tests.web.conftest import DOCS, assistant_command, base_env, checked_page, ingest, running_server, write_folder
+from tests.web.conftest import ANSWER_TIMEOUT_MS, DOCS, served
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 expect = sync_api.expect
 
 pytestmark = pytest.mark.browser
-
-ANSWER_TIMEOUT_MS = 60_000  # the first question also warms the embedder up on a shared CPU
 
 FERMENT = "How long does the dough ferment in bulk?"
 STARTER = "How often is the sourdough starter fed?"
@@ -43,21 +41,12 @@ WATCH_TURN = """() => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def slow_server(tmp_path_factory) -> Iterator[str]:
+@pytest.fixture(scope="module")  # this module's server: the `page` fixture (conftest) opens on it
+def live_server(tmp_path_factory) -> Iterator[str]:
     """A server whose echo backend streams REPLIES a word every 0.2 s, over the sourdough/bicycle/solar docs."""
-    root = tmp_path_factory.mktemp("stream-web")
-    data = root / "data"
-    env = base_env(ASSISTANT_BACKEND="echo", ASSISTANT_ECHO_DELAY_S="0.2", ASSISTANT_ECHO_REPLIES=json.dumps(REPLIES))
-    ingest(assistant_command(), write_folder(root / "docs", DOCS), "docs", data, env)
-    with running_server(root, data, env) as base:
+    with served(tmp_path_factory, "stream-web", {"docs": DOCS}, ASSISTANT_BACKEND="echo", ASSISTANT_ECHO_DELAY_S="0.2",
+                ASSISTANT_ECHO_REPLIES=json.dumps(REPLIES)) as base:
         yield base
-
-
-@pytest.fixture
-def page(browser, slow_server):
-    with checked_page(browser, slow_server) as pg:
-        yield pg
 
 
 def start(page, question: str) -> None:
@@ -89,7 +78,7 @@ def test_cards_come_before_the_first_token_and_the_new_conversation_is_listed_wh
     expect(turn.locator(".source-card.cited").first).to_contain_text("sourdough.md")
 
 
-def test_stop_keeps_the_cards_and_the_stopped_answer_is_there_after_a_reload(page, slow_server):
+def test_stop_keeps_the_cards_and_the_stopped_answer_is_there_after_a_reload(page, live_server):
     start(page, STARTER)
     turn = page.locator(".turn").last
     chip = turn.locator(".answer .citation").first
@@ -111,7 +100,7 @@ def test_stop_keeps_the_cards_and_the_stopped_answer_is_there_after_a_reload(pag
     assert partial.startswith("Feed the starter [1]") and len(partial) < len(REPLIES[STARTER]), partial
 
     conversation_id = int(page.evaluate("localStorage.getItem('rag.conversation')"))
-    url = f"{slow_server}/api/conversations/{conversation_id}"
+    url = f"{live_server}/api/conversations/{conversation_id}"
     wait_until(lambda: httpx.get(url, timeout=10).json()["turns"], timeout=30, what="the stopped turn stored")
     page.reload()
     turn = page.locator(".turn").last

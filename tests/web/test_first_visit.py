@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from tests.support.wait import wait_until
-from tests.web.conftest import DOCS, artifacts_dir, base_env, checked_page, running_server
+from tests.web.conftest import DOCS, artifacts_dir, checked_page, served
 from tests.web.test_looks import axe_problems
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
@@ -43,9 +43,8 @@ DROP = """([zone, files]) => {
 @pytest.fixture(scope="module")
 def empty_server(tmp_path_factory) -> Iterator[str]:
     """A real server (and worker) over a data folder with nothing in it yet."""
-    root = tmp_path_factory.mktemp("first-visit")
-    env = base_env(ASSISTANT_BACKEND="echo", ASSISTANT_ECHO_DELAY_S="0.2")
-    with running_server(root, root / "data", env, worker=True) as base:
+    with served(tmp_path_factory, "first-visit", {}, worker=True, ASSISTANT_BACKEND="echo",
+                ASSISTANT_ECHO_DELAY_S="0.2") as base:
         yield base
 
 
@@ -215,6 +214,15 @@ def upload(base: str, collection: str, name: str, data: bytes) -> None:
                timeout=INGEST_TIMEOUT_MS / 1000, interval=0.2, what="the upload's ingestion")
 
 
+def open_and_ask(page, collection: str, question: str) -> None:
+    """The page opened with this collection chosen (as the one last used), the question sent."""
+    page.add_init_script(f"localStorage.setItem('rag.collection', '{collection}')")
+    page.goto("/")
+    expect(page.locator(f"#collection option[value='{collection}']")).to_have_attribute("aria-selected", "true")
+    page.fill("#question", question)
+    page.press("#question", "Enter")
+
+
 def test_a_text_without_line_breaks_opens_at_its_highlight_in_parts(browser, empty_server, tmp_path_factory):
     """A .txt of one 25,000-character line (as pasted articles are): the preview shows its parts, says which
     part (not "line 1") and opens scrolled to the source, however far down it lies."""
@@ -223,11 +231,7 @@ def test_a_text_without_line_breaks_opens_at_its_highlight_in_parts(browser, emp
     lines.insert(220, "The lighthouse keeper's cat is called Biscuit and sleeps on the lamp room stairs. ")
     upload(empty_server, "wall", "river-walk.txt", "".join(lines).encode())
     with checked_page(browser, empty_server, viewport={"width": 1440, "height": 900}, locale="en-GB") as page:
-        page.add_init_script("localStorage.setItem('rag.collection', 'wall')")
-        page.goto("/")
-        expect(page.locator("#collection option[value='wall']")).to_have_attribute("aria-selected", "true")
-        page.fill("#question", "What is the lighthouse keeper's cat called?")
-        page.press("#question", "Enter")
+        open_and_ask(page, "wall", "What is the lighthouse keeper's cat called?")
         card = page.locator(".turn .source-card", has_text="lighthouse").first
         expect(card).to_be_visible(timeout=ANSWER_TIMEOUT_MS)
         card.click()
@@ -263,11 +267,7 @@ def test_a_spreadsheet_is_named_by_its_sheets_and_tables_are_shown_as_tables(bro
     wait_until(lambda: httpx.get(f"{empty_server}/api/jobs/{job}").json()["status"], accept=lambda s: s == "done",
                timeout=INGEST_TIMEOUT_MS / 1000, interval=0.2, what="the tables' ingestion")
     with checked_page(browser, empty_server, viewport={"width": 1440, "height": 900}, locale="en-GB") as page:
-        page.add_init_script("localStorage.setItem('rag.collection', 'tables')")
-        page.goto("/")
-        expect(page.locator("#collection option[value='tables']")).to_have_attribute("aria-selected", "true")
-        page.fill("#question", "Which monitor is 34 inch, and what does incident response cost per hour?")
-        page.press("#question", "Enter")
+        open_and_ask(page, "tables", "Which monitor is 34 inch, and what does incident response cost per hour?")
         expect(page.locator(".answer").last).to_have_attribute("aria-busy", "false", timeout=ANSWER_TIMEOUT_MS)
         sheet = page.locator(".turn .source-card", has_text="inventory.xlsx").first
         expect(sheet.locator(".source-path")).to_contain_text(re.compile("sheet “(Laptops|Monitors)”"))

@@ -10,14 +10,12 @@ from typing import Iterator
 import httpx
 import pytest
 
-from tests.web.conftest import assistant_command, base_env, checked_page, ingest, running_server, write_folder
+from tests.web.conftest import ask_in_new_chat, served
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 expect = sync_api.expect
 
 pytestmark = pytest.mark.browser
-
-ANSWER_TIMEOUT_MS = 60_000  # the first question also warms the embedder up on a shared CPU
 
 STEPS = [
     f"Step {i}: the {word} brewing step keeps the leaves of green tea moving in the pot for {i + 2} breaths."
@@ -57,27 +55,14 @@ Q_NOTES = "How often does the kettle descale with vinegar?"
 Q_UNCITED = ("Should I rinse the teapot first?", "Yes, twice.")
 
 
-@pytest.fixture(scope="module")
-def preview_server(tmp_path_factory) -> Iterator[str]:
+@pytest.fixture(scope="module")  # this module's server: the `page` fixture (conftest) opens on it
+def live_server(tmp_path_factory) -> Iterator[str]:
     """A server whose guide is cut into small overlapping chunks; the echo backend cites source 1,
     except for one question whose fixed reply cites nothing."""
-    root = tmp_path_factory.mktemp("preview-web")
-    data = root / "data"
-    env = base_env(
-        ASSISTANT_BACKEND="echo",
-        ASSISTANT_ECHO_REPLIES=json.dumps(dict([Q_UNCITED])),
-        ASSISTANT_INGEST_CHUNK_TOKENS="80",
-        ASSISTANT_INGEST_OVERLAP_TOKENS="32",
-    )
-    ingest(assistant_command(), write_folder(root / "tea", {"guide.md": GUIDE, "kettle.py": KETTLE, "notes.md": NOTES}), "tea", data, env)
-    with running_server(root, data, env) as base:
+    with served(tmp_path_factory, "preview-web", {"tea": {"guide.md": GUIDE, "kettle.py": KETTLE, "notes.md": NOTES}},
+                ASSISTANT_BACKEND="echo", ASSISTANT_ECHO_REPLIES=json.dumps(dict([Q_UNCITED])),
+                ASSISTANT_INGEST_CHUNK_TOKENS="80", ASSISTANT_INGEST_OVERLAP_TOKENS="32") as base:
         yield base
-
-
-@pytest.fixture
-def page(browser, preview_server):
-    with checked_page(browser, preview_server) as pg:
-        yield pg
 
 
 def ask(page, question: str):
@@ -85,19 +70,7 @@ def ask(page, question: str):
     page.goto("/")
     expect(page.locator("#collection")).to_be_enabled()
     page.select_option("#collection", "tea")
-    return ask_here(page, question)
-
-
-def ask_here(page, question: str):
-    """Ask on the page as it is, in a new conversation; the turn once its answer is complete."""
-    page.click("#new-chat")
-    expect(page.locator(".turn")).to_have_count(0)
-    page.fill("#question", question)
-    page.press("#question", "Enter")
-    turn = page.locator(".turn").last
-    expect(turn.locator(".answer-block > .answer")).to_have_attribute("aria-busy", "false", timeout=ANSWER_TIMEOUT_MS)
-    expect(turn.locator(".timings")).to_be_visible()  # the done event arrived
-    return turn
+    return ask_in_new_chat(page, question)
 
 
 def card_with(turn, text: str):
@@ -131,11 +104,11 @@ def test_a_markdown_table_in_a_source_renders_as_a_table(page):
     expect(page.locator("#preview-body")).not_to_contain_text("| Tea |")
 
 
-def test_a_markdown_source_goes_through_the_answers_sanitizer_and_fetches_nothing(page, preview_server):
+def test_a_markdown_source_goes_through_the_answers_sanitizer_and_fetches_nothing(page, live_server):
     dialogs: list[str] = []
     foreign: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    page.on("request", lambda r: foreign.append(r.url) if not r.url.startswith(preview_server) else None)
+    page.on("request", lambda r: foreign.append(r.url) if not r.url.startswith(live_server) else None)
     turn = ask(page, Q_NOTES)
     card_with(turn, "notes.md").click()
     body = page.locator("#preview-body")
@@ -163,16 +136,16 @@ def open_merged_source(page, base: str) -> tuple[list[str], dict[str, str]]:
     return chunk_ids, texts
 
 
-def test_overlapping_chunks_are_shown_once(page, preview_server):
-    _, texts = open_merged_source(page, preview_server)
+def test_overlapping_chunks_are_shown_once(page, live_server):
+    _, texts = open_merged_source(page, live_server)
     assert [s for s in STEPS if sum(s in t for t in texts.values()) > 1], "the guide's chunks share sentences"
     shown = page.locator("#preview-body").inner_text()
     for step in STEPS:
         assert shown.count(step) <= 1, f"shown twice: {step}"
 
 
-def test_every_merged_chunk_of_a_source_is_highlighted_and_in_view(page, preview_server):
-    chunk_ids, texts = open_merged_source(page, preview_server)
+def test_every_merged_chunk_of_a_source_is_highlighted_and_in_view(page, live_server):
+    chunk_ids, texts = open_merged_source(page, live_server)
     target = page.locator("#preview-body .passage-chunk.target")
     highlighted = " ".join(target.all_inner_texts())
     for cid in chunk_ids:
@@ -181,7 +154,7 @@ def test_every_merged_chunk_of_a_source_is_highlighted_and_in_view(page, preview
     expect(target.first).to_be_in_viewport()  # scrolled to the start of the cited part
 
 
-def test_the_original_opens_at_the_cited_lines(page, preview_server):
+def test_the_original_opens_at_the_cited_lines(page, live_server):
     turn = ask(page, Q_CODE)
     card = card_with(turn, "kettle.py")
     card.click()
@@ -235,5 +208,5 @@ def test_an_answer_citing_nothing_is_flagged_in_both_languages(page):
     page.evaluate("localStorage.setItem('rag.lang', 'zh')")
     page.reload()
     expect(page.locator(".turn")).to_have_count(1)  # the conversation comes back first
-    turn = ask_here(page, Q_UNCITED[0])
+    turn = ask_in_new_chat(page, Q_UNCITED[0])
     expect(turn.locator(".answer-check.uncited")).to_have_text("⚠ 这个回答没有引用任何来源；请对照下方的来源核实。")

@@ -11,15 +11,13 @@ import pytest
 
 from assistant.answers.support import NO_ANSWER, NOT_IN_DOCUMENTS, support
 from indexes.retrieval.diversity import merge_texts
-from tests.web.conftest import assistant_command, base_env, checked_page, ingest, running_server, write_folder
+from tests.web.conftest import ask_in_new_chat, served
 from tests.web.test_looks import axe_problems
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 expect = sync_api.expect
 
 pytestmark = pytest.mark.browser
-
-ANSWER_TIMEOUT_MS = 60_000  # the first question also warms the embedder up on a shared CPU
 
 LIGHTHOUSE = """# The harbour lighthouse
 
@@ -35,37 +33,14 @@ ABSTAINED = ("Who owns the lighthouse today?", NOT_IN_DOCUMENTS["en"])
 SILENT = ("Who lit the lighthouse lamp first?", "")  # the model ends without a word
 
 
-@pytest.fixture(scope="module")
-def support_server(tmp_path_factory) -> Iterator[str]:
+@pytest.fixture(scope="module")  # this module's server: the `page` fixture (conftest) opens on it
+def live_server(tmp_path_factory) -> Iterator[str]:
     """A server whose echo backend answers four known questions with fixed replies (one with nothing), over a collection
     holding one short document; unsupported answers are replaced."""
-    root = tmp_path_factory.mktemp("support-web")
-    data = root / "data"
-    env = base_env(
-        ASSISTANT_BACKEND="echo",
-        ASSISTANT_ECHO_REPLIES=json.dumps(dict([MIXED, REPLACED, ABSTAINED, SILENT])),
-        ASSISTANT_GENERATION_REPLACE_UNSUPPORTED="on",
-    )
-    ingest(assistant_command(), write_folder(root / "harbour", {"lighthouse.md": LIGHTHOUSE}), "harbour", data, env)
-    with running_server(root, data, env) as base:
+    with served(tmp_path_factory, "support-web", {"harbour": {"lighthouse.md": LIGHTHOUSE}}, ASSISTANT_BACKEND="echo",
+                ASSISTANT_ECHO_REPLIES=json.dumps(dict([MIXED, REPLACED, ABSTAINED, SILENT])),
+                ASSISTANT_GENERATION_REPLACE_UNSUPPORTED="on") as base:
         yield base
-
-
-@pytest.fixture
-def page(browser, support_server):
-    with checked_page(browser, support_server) as pg:
-        yield pg
-
-
-def ask(page, question: str):
-    """Ask in a new conversation; the turn's locator once its answer is complete."""
-    page.click("#new-chat")
-    page.fill("#question", question)
-    page.press("#question", "Enter")
-    turn = page.locator(".turn").last
-    expect(turn.locator(".answer-block > .answer")).to_have_attribute("aria-busy", "false", timeout=ANSWER_TIMEOUT_MS)
-    expect(turn.locator(".timings")).to_be_visible()  # the done event arrived
-    return turn
 
 
 def open_page(page) -> None:
@@ -74,9 +49,9 @@ def open_page(page) -> None:
     page.select_option("#collection", "harbour")
 
 
-def test_citations_sentences_and_the_supporting_span(page, support_server):
+def test_citations_sentences_and_the_supporting_span(page, live_server):
     open_page(page)
-    turn = ask(page, MIXED[0])
+    turn = ask_in_new_chat(page, MIXED[0])
     answer = turn.locator(".answer-block > .answer")
     expect(turn.locator(".turn-error")).to_have_count(0)
 
@@ -102,7 +77,7 @@ def test_citations_sentences_and_the_supporting_span(page, support_server):
     expect(card.locator(".source-support .support-score")).to_have_text("about 100% of the claim is found in the source")
 
     chunk_id = card.get_attribute("data-chunk")
-    context = httpx.get(f"{support_server}/api/chunks/{chunk_id}/context", timeout=10).json()
+    context = httpx.get(f"{live_server}/api/chunks/{chunk_id}/context", timeout=10).json()
     text = next(c["text"] for c in context["chunks"] if c["target"])
     span = support(SUPPORTED, text)
     assert span.supported and 0 <= span.char_start < span.char_end
@@ -154,7 +129,7 @@ def test_a_span_over_merged_chunks_is_read_as_python_merged_them(page):
 
 def test_a_replaced_answer_shows_the_model_answer_on_request_an_abstained_one_says_so_and_an_empty_one_too(page):
     open_page(page)
-    turn = ask(page, REPLACED[0])
+    turn = ask_in_new_chat(page, REPLACED[0])
     expect(turn.locator(".answer-block > .answer")).to_have_text(NOT_IN_DOCUMENTS["en"])
     expect(turn.locator(".answer-check.replaced")).to_be_visible()
     # It cites nothing: its sources are the closest passages, with no verdict on them.
@@ -174,12 +149,12 @@ def test_a_replaced_answer_shows_the_model_answer_on_request_an_abstained_one_sa
     toggle.click()
     expect(model).to_be_hidden()
 
-    turn = ask(page, ABSTAINED[0])
+    turn = ask_in_new_chat(page, ABSTAINED[0])
     expect(turn.locator(".answer-check.abstained")).to_have_text("∅ The answer says the documents do not contain this.")
     expect(turn.locator(".show-model-answer")).to_have_count(0)
 
     # An empty answer is the sentence that says so, with nothing to show "anyway".
-    turn = ask(page, SILENT[0])
+    turn = ask_in_new_chat(page, SILENT[0])
     expect(turn.locator(".answer-block > .answer")).to_have_text(NO_ANSWER["en"])
     expect(turn.locator(".answer-check")).to_have_count(0)
     expect(turn.locator(".show-model-answer")).to_have_count(0)

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from tests.support.wait import wait_until
-from tests.web.conftest import DOCS, assistant_command, base_env, checked_page, ingest, running_server, write_folder
+from tests.web.conftest import DOCS, checked_page, served
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 expect = sync_api.expect
@@ -22,19 +22,19 @@ ANSWER_TIMEOUT_MS = 120_000
 def llama_web(tmp_path_factory):
     """A real server on llama.cpp. The line guard and repeat penalty are off here so that answers run
     long enough to be stopped half-way."""
-    root = tmp_path_factory.mktemp("web-llama")
-    data = root / "data"
-    env = base_env(ASSISTANT_BACKEND="llamacpp", ASSISTANT_LLAMACPP_PACKAGED_MODEL="gemma-3-270m",
-                   ASSISTANT_LLAMACPP_N_THREADS="2", ASSISTANT_LLAMACPP_N_CTX="2048",
-                   ASSISTANT_LLAMACPP_MAX_LINE_REPEATS="0", ASSISTANT_LLAMACPP_REPEAT_PENALTY="1.0")
-    ingest(assistant_command(), write_folder(root / "docs", DOCS), "docs", data, env)
-    with running_server(root, data, env) as base:
+    with served(tmp_path_factory, "web-llama", {"docs": DOCS}, ASSISTANT_BACKEND="llamacpp",
+                ASSISTANT_LLAMACPP_PACKAGED_MODEL="gemma-3-270m", ASSISTANT_LLAMACPP_N_THREADS="2",
+                ASSISTANT_LLAMACPP_N_CTX="2048", ASSISTANT_LLAMACPP_MAX_LINE_REPEATS="0",
+                ASSISTANT_LLAMACPP_REPEAT_PENALTY="1.0") as base:
         yield base
 
 
 @pytest.fixture
 def llama_page(browser, llama_web):
+    """The page opened, its collections loaded."""
     with checked_page(browser, llama_web) as pg:
+        pg.goto("/")
+        expect(pg.locator("#collection")).to_be_enabled()
         yield pg
 
 
@@ -50,8 +50,6 @@ def start_answer(page, question: str) -> None:
 
 def test_stop_and_escape_cancel_the_generation_on_the_server(llama_page, llama_web):
     page = llama_page
-    page.goto("/")
-    expect(page.locator("#collection")).to_be_enabled()
     start_answer(page, "List every step of baking sourdough bread, one per line.")
     assert in_flight(llama_web) == 1
     page.click("#stop")
@@ -72,8 +70,6 @@ def test_stop_and_escape_cancel_the_generation_on_the_server(llama_page, llama_w
 
 def test_real_answer_streams_then_reload_and_follow_up(llama_page, llama_web):
     page = llama_page
-    page.goto("/")
-    expect(page.locator("#collection")).to_be_enabled()
     page.click("#new-chat")
     page.fill("#question", "How often should the starter be fed?")
     with page.expect_request("**/api/ask") as first:
@@ -100,8 +96,6 @@ def test_real_answer_streams_then_reload_and_follow_up(llama_page, llama_web):
 
 def test_regenerate_edit_and_thumbs_down_survive_a_reload_and_are_exported(llama_page, llama_web):
     page = llama_page
-    page.goto("/")
-    expect(page.locator("#collection")).to_be_enabled()
     page.click("#new-chat")
     with page.expect_request("**/api/ask") as first:
         page.fill("#question", "How often is the starter fed?")

@@ -11,6 +11,7 @@ from assistant.gpu.facts import Facts, GpuFacts
 
 Status = Literal["pass", "warn", "fail", "skip"]
 Check = Callable[[Facts], tuple[Status, str, str]]
+GpuCheck = Callable[[Facts, list[GpuFacts]], tuple[Status, str, str]]
 NO_GPU: tuple[Status, str, str] = ("skip", "no NVIDIA GPU", "")
 
 
@@ -40,15 +41,24 @@ class Rule:
 RULES: list[Rule] = []
 
 
-def rule(rule_id: str, title: str) -> Callable[[Check], Rule]:
-    """Register a check; `doctor` runs the rules in the order they were registered."""
+def rule(rule_id: str, title: str, *, on_visible_gpus: bool = False) -> Callable[[Callable], Rule]:
+    """Register a check; `doctor` runs the rules in the order they were registered. A check `on_visible_gpus`
+    is skipped (NO_GPU) where no GPU is visible, and is given the visible ones beside the facts."""
 
-    def deco(fn: Check) -> Rule:
-        r = Rule(rule_id, title, fn)
+    def deco(fn: Callable) -> Rule:
+        r = Rule(rule_id, title, _given_visible_gpus(fn) if on_visible_gpus else fn)
         RULES.append(r)
         return r
 
     return deco
+
+
+def _given_visible_gpus(fn: GpuCheck) -> Check:
+    def check(facts: Facts) -> tuple[Status, str, str]:
+        gpus = visible(facts)
+        return fn(facts, gpus) if gpus else NO_GPU
+
+    return check
 
 
 def run_rules(facts: Facts) -> list[Finding]:

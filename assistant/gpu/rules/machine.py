@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from assistant.gpu.facts import Facts
+from assistant.gpu.facts import Facts, GpuFacts
 from assistant.gpu.hardware import GIB, SLOWING_REASONS, THERMAL_REASONS, GpuSpec, bandwidth_for
 from assistant.gpu.model import ModelInfo, ModelShape, load_model
 from assistant.gpu.plan import PlanRequest, make_plan
-from assistant.gpu.rules.base import NO_GPU, Status, rule, visible
+from assistant.gpu.rules.base import NO_GPU, Status, rule
 
 
 @rule("visible-devices", "CUDA_VISIBLE_DEVICES vs tensor-parallel size")
@@ -47,11 +47,8 @@ def visible_devices(facts: Facts) -> tuple[Status, str, str]:
     return "pass", f"tensor-parallel size {tp} over {len(visible)} visible GPU(s) ({shown})", ""
 
 
-@rule("nvlink-nccl", "NCCL told to use NVLink")
-def nvlink_nccl(facts: Facts) -> tuple[Status, str, str]:
-    gpus = visible(facts)
-    if not gpus:
-        return NO_GPU
+@rule("nvlink-nccl", "NCCL told to use NVLink", on_visible_gpus=True)
+def nvlink_nccl(facts: Facts, gpus: list[GpuFacts]) -> tuple[Status, str, str]:
     if len(gpus) < 2:
         return "skip", "one GPU visible: no GPU-to-GPU traffic", ""
     if not facts.topology:
@@ -97,11 +94,8 @@ def shm(facts: Facts) -> tuple[Status, str, str]:
     return "pass", size, ""
 
 
-@rule("thermal", "temperature and throttling")
-def thermal(facts: Facts) -> tuple[Status, str, str]:
-    gpus = visible(facts)
-    if not gpus:
-        return NO_GPU
+@rule("thermal", "temperature and throttling", on_visible_gpus=True)
+def thermal(facts: Facts, gpus: list[GpuFacts]) -> tuple[Status, str, str]:
     worst: Status = "pass"
     seen, fixes = [], []
     for g in gpus:
@@ -128,11 +122,8 @@ def thermal(facts: Facts) -> tuple[Status, str, str]:
     return worst, saw, "; ".join(fixes)
 
 
-@rule("memory-fit", "free GPU memory vs the plan")
-def memory_fit(facts: Facts) -> tuple[Status, str, str]:
-    gpus = visible(facts)
-    if not gpus:
-        return NO_GPU
+@rule("memory-fit", "free GPU memory vs the plan", on_visible_gpus=True)
+def memory_fit(facts: Facts, gpus: list[GpuFacts]) -> tuple[Status, str, str]:
     intent = facts.intent
     if not intent.model_config and not intent.model:
         return "skip", "no model given (--model DIR or --preset with --model)", ""

@@ -7,10 +7,10 @@ engines disagree, the engines' own checks win (recipes/gpu-facts.md).
 
 from __future__ import annotations
 
-from assistant.gpu.facts import Facts
+from assistant.gpu.facts import Facts, GpuFacts
 from assistant.gpu.hardware import GIB, arch_runs_on, sm_name
 from assistant.gpu.presets import fork_presets
-from assistant.gpu.rules.base import NO_GPU, Status, min_cc, rule, version_tuple, visible
+from assistant.gpu.rules.base import NO_GPU, Status, min_cc, rule, version_tuple
 from assistant.gpu.support import (
     NATIVE_BF16_CAPABILITY,
     NATIVE_FP8_CAPABILITY,
@@ -58,11 +58,8 @@ def gpu_present(facts: Facts) -> tuple[Status, str, str]:
     return "pass", f"{len(facts.gpus)} x {', '.join(names)}{driver}", ""
 
 
-@rule("torch-kernels", "torch carries kernels for these GPUs")
-def torch_kernels(facts: Facts) -> tuple[Status, str, str]:
-    gpus = visible(facts)
-    if not gpus:
-        return NO_GPU
+@rule("torch-kernels", "torch carries kernels for these GPUs", on_visible_gpus=True)
+def torch_kernels(facts: Facts, gpus: list[GpuFacts]) -> tuple[Status, str, str]:
     t = facts.torch
     if t is None:
         return "skip", "torch is not installed", ""
@@ -119,11 +116,8 @@ def driver_cuda(facts: Facts) -> tuple[Status, str, str]:
     return "pass", saw, ""
 
 
-@rule("vllm-version", "vLLM release runs on these GPUs")
-def vllm_version(facts: Facts) -> tuple[Status, str, str]:
-    gpus = visible(facts)
-    if not gpus:
-        return NO_GPU
+@rule("vllm-version", "vLLM release runs on these GPUs", on_visible_gpus=True)
+def vllm_version(facts: Facts, gpus: list[GpuFacts]) -> tuple[Status, str, str]:
     cc = min_cc(gpus)
     if facts.intent.engine == V100_FORK:
         return "pass", (f"served by {V100_FORK_TITLE} in its own environment, reached through the openai backend; "
@@ -155,11 +149,8 @@ def vllm_version(facts: Facts) -> tuple[Status, str, str]:
     return "pass", f"vLLM {v} on {sm_name(cc) if cc else 'these GPUs'}", ""
 
 
-@rule("llamacpp-cuda", "llama.cpp can offload to the GPUs")
-def llamacpp_cuda(facts: Facts) -> tuple[Status, str, str]:
-    gpus = visible(facts)
-    if not gpus:
-        return NO_GPU
+@rule("llamacpp-cuda", "llama.cpp can offload to the GPUs", on_visible_gpus=True)
+def llamacpp_cuda(facts: Facts, gpus: list[GpuFacts]) -> tuple[Status, str, str]:
     if not facts.llama_cpp_version or facts.llama_cpp_gpu_offload is None:
         return "skip", "llama-cpp-python not installed or not inspected", ""
     if not facts.llama_cpp_gpu_offload:
@@ -178,11 +169,8 @@ def llamacpp_cuda(facts: Facts) -> tuple[Status, str, str]:
     return "pass", f"llama-cpp-python {facts.llama_cpp_version} offloads to GPUs", ""
 
 
-@rule("quant-kernels", "quantization kernels exist for these GPUs")
-def quant_kernels(facts: Facts) -> tuple[Status, str, str]:
-    gpus = visible(facts)
-    if not gpus:
-        return NO_GPU
+@rule("quant-kernels", "quantization kernels exist for these GPUs", on_visible_gpus=True)
+def quant_kernels(facts: Facts, gpus: list[GpuFacts]) -> tuple[Status, str, str]:
     q = facts.intent.quant
     if not q or q in ("fp16", "bf16"):
         return "skip", "no quantization requested (give --quant or --preset)", ""
@@ -201,11 +189,8 @@ def quant_kernels(facts: Facts) -> tuple[Status, str, str]:
     return "pass", f"{q} kernels run on {sm_name(min_cc(gpus)) if min_cc(gpus) else 'these GPUs'}", ""
 
 
-@rule("bf16", "BF16 only where it is native")
-def bf16(facts: Facts) -> tuple[Status, str, str]:
-    gpus = visible(facts)
-    if not gpus:
-        return NO_GPU
+@rule("bf16", "BF16 only where it is native", on_visible_gpus=True)
+def bf16(facts: Facts, gpus: list[GpuFacts]) -> tuple[Status, str, str]:
     cc = min_cc(gpus)
     intent = facts.intent
     explicit = (intent.dtype or "").lower() in ("bfloat16", "bf16") or intent.quant == "bf16"
@@ -232,11 +217,8 @@ def bf16(facts: Facts) -> tuple[Status, str, str]:
     return "pass", f"dtype {intent.dtype or model_dtype} on {where}", ""
 
 
-@rule("fp8-kv", "FP8 KV cache")
-def fp8_kv(facts: Facts) -> tuple[Status, str, str]:
-    gpus = visible(facts)
-    if not gpus:
-        return NO_GPU
+@rule("fp8-kv", "FP8 KV cache", on_visible_gpus=True)
+def fp8_kv(facts: Facts, gpus: list[GpuFacts]) -> tuple[Status, str, str]:
     kv = facts.intent.kv_cache_dtype
     if not kv:
         return "skip", "no KV-cache dtype given", ""
@@ -253,12 +235,9 @@ def fp8_kv(facts: Facts) -> tuple[Status, str, str]:
     return "pass", f"--kv-cache-dtype {kv} is native on {sm_name(cc) if cc else 'these GPUs'}", ""
 
 
-@rule("llama-server-cuda", "CUDA toolkit for a llama-server build on these GPUs")
-def llama_server_cuda(facts: Facts) -> tuple[Status, str, str]:
+@rule("llama-server-cuda", "CUDA toolkit for a llama-server build on these GPUs", on_visible_gpus=True)
+def llama_server_cuda(facts: Facts, gpus: list[GpuFacts]) -> tuple[Status, str, str]:
     """llama.cpp on V100s: CUDA 13 cannot build for sm_70, and CUDA 12.9 builds fail on V100-32GB."""
-    gpus = visible(facts)
-    if not gpus:
-        return NO_GPU
     cc = min_cc(gpus)
     volta = cc is not None and cc < (7, 5)
     build = facts.llama_server_build or {}

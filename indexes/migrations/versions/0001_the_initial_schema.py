@@ -1,9 +1,4 @@
-"""the initial schema
-
-Revision ID: 0001
-Revises: 
-Create Date: 2026-12-01 02:40:32.111049
-"""
+"""the initial schema (2026-12-01)"""
 
 from __future__ import annotations
 
@@ -13,8 +8,6 @@ from alembic import op
 
 revision = '0001'
 down_revision = None
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,9 +1,4 @@
-"""file leases for workers sharing a job
-
-Revision ID: 0002
-Revises: 0001
-Create Date: 2026-12-01 02:54:27.778399
-"""
+"""file leases for workers sharing a job (2026-12-01)"""
 
 from __future__ import annotations
 
@@ -13,8 +8,6 @@ from alembic import op
 
 revision = '0002'
 down_revision = '0001'
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

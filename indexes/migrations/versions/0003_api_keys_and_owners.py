@@ -1,9 +1,4 @@
-"""api keys and the owners of conversations and jobs
-
-Revision ID: 0003
-Revises: 0002
-Create Date: 2026-12-01 04:08:16.895785
-"""
+"""api keys and the owners of conversations and jobs (2026-12-01)"""
 
 from __future__ import annotations
 
@@ -13,8 +8,6 @@ from alembic import op
 
 revision = '0003'
 down_revision = '0002'
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,9 +1,4 @@
-"""PostgreSQL full-text search columns of chunks (tsvector, pg_trgm); nothing on SQLite
-
-Revision ID: 0004
-Revises: 0003
-Create Date: 2026-12-01 06:30:00.000000
-"""
+"""PostgreSQL full-text search columns of chunks (tsvector, pg_trgm); nothing on SQLite (2026-12-01)"""
 
 from __future__ import annotations
 
@@ -14,8 +9,6 @@ from indexes.lexical.postgres import fill_missing
 
 revision = '0004'
 down_revision = '0003'
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,9 +1,4 @@
-"""turn status, answer variants and feedback
-
-Revision ID: 0005
-Revises: 0004
-Create Date: 2026-12-02 15:23:32.385048
-"""
+"""turn status, answer variants and feedback (2026-12-02)"""
 
 from __future__ import annotations
 
@@ -13,8 +8,6 @@ from alembic import op
 
 revision = '0005'
 down_revision = '0004'
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

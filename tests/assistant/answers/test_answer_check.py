@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from assistant.answers.ask import InFlight, Uncounted, passed
 from assistant.answers.conversation import ConversationTurn
 from assistant.answers.rag import AnswerPolicy, prepare, replaces_unsupported
 from tests.support.answering import answer
@@ -177,7 +178,7 @@ async def test_a_conversation_stores_the_answer_the_user_saw(retriever, settings
     query = await turn.standalone_query(create_backend(settings), CANTEEN, settings.conversations)
     prepared = await prepare(CANTEEN, "handbook", retriever=retriever, backend=create_backend(settings),
                              policy=AnswerPolicy.of(settings), query=query)
-    events = [e async for e in turn.record(prepared.events())]
+    events = [e async for e in passed(prepared.events(), turn, Uncounted(), InFlight())]
     assert events[-1].data["answer"] == NOT_IN_DOCUMENTS["en"]
     (stored,) = list_turns(engine, conv.id)
     assert stored.answer == NOT_IN_DOCUMENTS["en"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from assistant.answers.ask import InFlight, Uncounted, passed
 from assistant.answers.conversation import ConversationTurn, history_for
 from assistant.answers.events import Event, Failed, Retrieved, Token
 from assistant.backends.factory import create_backend
@@ -30,9 +31,9 @@ async def test_an_error_event_stores_the_turn_with_what_had_streamed(store, sett
         Retrieved(RETRIEVED), Token("Leave accrues"), Token(" per pay period [2]"),
         Failed("the backend failed", "backend_error"),
     )
-    passed = [e async for e in turn.record(events)]
+    passed_on = [e async for e in passed(events, turn, Uncounted(), InFlight())]
 
-    assert [e.type for e in passed] == ["retrieved", "token", "token", "error"], "the events pass unchanged"
+    assert [e.type for e in passed_on] == ["retrieved", "token", "token", "error"], "the events pass unchanged"
     (stored,) = list_turns(store.engine, conv.id)
     assert (stored.status, stored.answer, stored.question) == ("error", "Leave accrues per pay period [2]", "When does leave accrue?")
     assert json.loads(stored.sources) == [dict(RETRIEVED[1], cited=True), RETRIEVED[0]], "cited by the partial text, first"

@@ -8,7 +8,6 @@ Skipped, saying how to build it, without a build.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from contextlib import contextmanager
 
@@ -20,7 +19,7 @@ from assistant.backends.llama_server import LlamaServerBackend, LlamaServerProce
 from assistant.settings import Settings
 from tests.assistant.mcp_api.test_mcp import http_session, payload
 from tests.support.llama_engine import ALIAS, busy_slots, engine_counter, engine_settings
-from tests.support.managed_engine import HANDBOOK, ask, kill_mid_answer, serving, started
+from tests.support.managed_engine import HANDBOOK, ask, ask_sixteen_at_once, kill_mid_answer, serving, started
 from tests.support.stores import write_pages
 from tests.support.wait import async_wait_until
 
@@ -136,15 +135,8 @@ async def test_answers_through_api_ask_v1_and_mcp_with_the_slots_in_status(engin
 async def test_sixteen_concurrent_questions_are_all_in_the_engines_slots_at_once(engine, corpus, embedder, gguf_path):
     data_dir, store = corpus
     settings = make_settings(data_dir, gguf_path, prompt_style="chat", sampling=RUN_TO_MAX_TOKENS, generation={"max_tokens": 96})
-    questions = [f"{q} (variant {i})" for i, q in enumerate(["Who books hotels?", "How does leave accrue?",
-                                                             "Where do laptops come from?", "What if I lose my badge?"] * 4)]  # fmt: skip
     with running_app(settings, store, embedder, engine) as (url, _):
-        async with httpx.AsyncClient(timeout=300, limits=httpx.Limits(max_connections=32)) as client:
-            tasks = [asyncio.create_task(ask(client, url, q)) for q in questions]
-            await async_wait_until(lambda: asyncio.to_thread(busy_slots, engine), accept=lambda n: n == 16,
-                                   timeout=120, what="16 of the engine's slots generating at once")
-            results = await asyncio.gather(*tasks)
-    assert all(r[-1][0] == "done" for r in results), [r[-1] for r in results if r[-1][0] != "done"]
+        results = await ask_sixteen_at_once(url, lambda: busy_slots(engine), "16 of the engine's slots generating at once")
     assert [r[-1][1].get("completion_tokens") for r in results] == [96] * 16, "the engine's own count, to max_tokens"
 
 

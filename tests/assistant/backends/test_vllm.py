@@ -30,7 +30,7 @@ from assistant.answers.summarize import summarize_document
 from assistant.settings import OpenAISettings, Settings, SummarySettings, VLLMSettings
 from indexes.summaries import find_document, get_document_info
 from indexes.store import Store
-from tests.support.managed_engine import HANDBOOK, ask, kill_mid_answer, serving, started
+from tests.support.managed_engine import HANDBOOK, ask, ask_sixteen_at_once, kill_mid_answer, serving, started
 from tests.support.sse import aiter_sse
 from tests.support.wait import async_wait_until, wait_until
 from tests.support.stores import write_pages
@@ -132,17 +132,11 @@ async def test_answers_with_sources_and_health_is_ok(vllm_process, corpus, embed
 async def test_sixteen_concurrent_questions_are_all_running_in_the_engine_at_once(vllm_process, corpus, embedder):
     data_dir, store = corpus
     settings = make_settings(data_dir, prompt_style="chat", max_num_seqs=16, sampling=RUN_TO_MAX_TOKENS, generation={"max_tokens": 64})
-    questions = [f"{q} (variant {i})" for i, q in enumerate(["Who books hotels?", "How does leave accrue?",
-                                                             "Where do laptops come from?", "What if I lose my badge?"] * 4)]  # fmt: skip
     length_before = finished_requests(vllm_process).get("length", 0.0)
     with running_app(settings, store, embedder, vllm_process) as (url, backend):
         assert backend.client.cfg.max_connections == 16, "the HTTP pool is sized to max_num_seqs"
-        async with httpx.AsyncClient(timeout=300, limits=httpx.Limits(max_connections=32)) as client:
-            tasks = [asyncio.create_task(ask(client, url, q)) for q in questions]
-            await async_wait_until(lambda: asyncio.to_thread(running_requests, vllm_process), accept=lambda n: n == 16,
-                                   timeout=120, what="16 requests running in the engine at once")
-            results = await asyncio.gather(*tasks)
-    assert all(r[-1][0] == "done" for r in results), [r[-1] for r in results if r[-1][0] != "done"]
+        results = await ask_sixteen_at_once(url, lambda: running_requests(vllm_process),
+                                            "16 requests running in the engine at once")
     # the sampling settings reached the engine: every answer ran to max_tokens
     assert finished_requests(vllm_process).get("length", 0.0) - length_before == 16
     # and the engine's own token count (its usage chunk) is the one each answer reports

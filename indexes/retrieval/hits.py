@@ -1,0 +1,135 @@
+"""A retrieved chunk as the answer and the page see it: what both retrievers found (`Candidates`), each
+hit with its scores, ranks and a snippet that starts past the repeated headings, and a place's adjacent
+chunks merged into one hit."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from indexes.retrieval.code_query import ChunkMeta
+from indexes.retrieval.diversity import Place, merge_texts
+from indexes.location import Located, Location
+from indexes.store import ChunkRecord
+
+WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass
+class Hit(Located):
+    """One retrieved chunk with everything needed to show and cite it."""
+
+    chunk_id: int
+    document_id: int
+    collection: str
+    path: str
+    title: str
+    kind: str
+    text: str
+    snippet: str
+    location: Location
+    score: float
+    dense_rank: int | None = None
+    lexical_rank: int | None = None
+    dense_score: float | None = None
+    lexical_score: float | None = None
+    chunk_ids: list[int] = field(default_factory=list)  # the chunks shown as this hit (adjacent ones merged)
+
+    def to_dict(self) -> dict:
+        # Scalars, a frozen Location spelled out flat and one list of ints: a shallow copy and a copy of the
+        # list are a full one (asdict deep-copies field by field: a few hundred microseconds per answer's
+        # sources, under the loop's lock).
+        return self.flat_dict() | {"chunk_ids": list(self.chunk_ids)}
+
+
+@dataclass
+class Candidates:
+    """What both retrievers found for one query, each candidate scored on both sides."""
+
+    query: str
+    dense: list[int] = field(default_factory=list)  # ids in dense rank order
+    lexical: list[int] = field(default_factory=list)  # ids in BM25 rank order
+    dense_scores: dict[int, float] = field(default_factory=dict)  # cosine, every candidate
+    lexical_scores: dict[int, float] = field(default_factory=dict)  # BM25 (0 = no term matched), every candidate
+    match: str = ""  # the FTS5 expression that was run
+    meta: dict[int, ChunkMeta] = field(default_factory=dict)  # when asked: each candidate's document, path, ...
+
+
+HEADING_SEP = " › "  # between the headings of a chunk's heading path (ingest/split.py writes it)
+
+
+def without_headings(text: str, heading_path: str) -> str:
+    """The text without the paragraphs that only repeat a heading of its path: a chunk starts with its
+    section's headings, each a paragraph of its own, and a snippet should start at what the section says
+    (the card shows the heading apart). The text itself when nothing else would be left."""
+    titles = {" ".join(h.split()) for h in heading_path.split(HEADING_SEP) if h.strip()}
+    if not titles:
+        return text
+    kept = [p for p in text.split("\n\n") if " ".join(p.split()) not in titles]
+    return "\n\n".join(kept) if any(p.strip() for p in kept) else text
+
+
+def snippet_of(text: str, query: str, width: int = 280) -> str:
+    """A window of text around the first query word found, for showing a source at a glance."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    lower = flat.lower()
+    positions = [lower.find(w) for w in WORD.findall(query.lower()) if len(w) > 2]
+    positions = [p for p in positions if p >= 0]
+    start = max(0, min(positions) - width // 4) if positions else 0
+    start = flat.rfind(" ", 0, start) + 1 if start else 0
+    end = min(len(flat), start + width)
+    return ("…" if start else "") + flat[start:end].strip() + ("…" if end < len(flat) else "")
+
+
+def place_hits(cands: Candidates, places: list[Place], records: dict[int, ChunkRecord],
+               scores: dict[int, float]) -> list[Hit]:
+    """One hit per place: its best chunk's scores and ranks, the text of its chunks merged."""
+    out: list[Hit] = []
+    places = [p for p in places if p.best in records]  # a chunk deleted since it was found is left out
+    kept = [[cid for cid in p.chunk_ids if cid in records] for p in places]
+    # A merged place keeps its best chunk's snippet: the card shows that chunk's headings.
+    for hit, ids in zip(hits_in_order(cands, [p.best for p in places], records, scores), kept):
+        hit.chunk_ids = ids
+        if len(ids) > 1:
+            parts = [records[cid] for cid in ids]
+            hit.text = merge_texts([r.text for r in parts])
+            starts = [r.line_start for r in parts if r.line_start is not None]
+            ends = [r.line_end for r in parts if r.line_end is not None]
+            if starts and ends:
+                hit.location = hit.location.with_lines(min(starts), max(ends))
+        out.append(hit)
+    return out
+
+
+def hits_in_order(cands: Candidates, order: list[int], records: dict[int, ChunkRecord], scores: dict[int, float]) -> list[Hit]:
+    """Hits in this order."""
+    dense_rank = {cid: r for r, cid in enumerate(cands.dense, start=1)}
+    lexical_rank = {cid: r for r, cid in enumerate(cands.lexical, start=1)}
+    return [
+        hit_of(records[cid], cands, scores[cid], dense_rank.get(cid), lexical_rank.get(cid))
+        for cid in order
+        if cid in records
+    ]
+
+
+def hit_of(rec: ChunkRecord, cands: Candidates, score: float, dr: int | None, lr: int | None) -> Hit:
+    ds, ls = cands.dense_scores.get(rec.chunk_id), cands.lexical_scores.get(rec.chunk_id)
+    return Hit(
+        chunk_ids=[rec.chunk_id],
+        chunk_id=rec.chunk_id,
+        document_id=rec.document_id,
+        collection=rec.collection,
+        path=rec.path,
+        title=rec.title or rec.path.rsplit("/", 1)[-1],
+        kind=rec.kind,
+        text=rec.text,
+        snippet=snippet_of(without_headings(rec.text, rec.location.heading_path), cands.query),
+        location=rec.location,
+        score=round(float(score), 6),
+        dense_rank=dr,
+        lexical_rank=lr,
+        dense_score=None if ds is None else round(ds, 6),
+        lexical_score=None if ls is None else round(ls, 6),
+    )

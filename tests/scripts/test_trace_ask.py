@@ -1,0 +1,34 @@
+"""scripts/trace_ask.py: how one question's walk is counted (files in order of first visit, returns to a
+file already left), and that the walk of a real question starts at the route and reaches the stream."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "trace_ask.py"
+
+
+def load():
+    spec = importlib.util.spec_from_file_location("trace_ask", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_return_is_a_call_into_a_file_already_left():
+    walk = load().Walk(start_code=None)
+    walk.files = ["a.py", "a.py", "b.py", "c.py", "b.py", "b.py", "a.py", "c.py", "c.py"]
+    summary = walk.summary()
+    assert summary["files_in_order_of_first_visit"] == ["a.py", "b.py", "c.py"]
+    assert (summary["files"], summary["returns"], summary["call_events"]) == (3, 3, 9)
+
+
+def test_the_walk_of_one_question_runs_from_the_route_to_the_stream():
+    summary = asyncio.run(load().walk_one_question())
+    order = summary["files_in_order_of_first_visit"]
+    assert order[0] == "assistant/routes/ask.py", "recording starts at the route handler"
+    assert "assistant/backends/echo.py" in order and "assistant/routes/sse.py" in order, "and ends after the stream"
+    assert not any(path.startswith("assistant/security/browser_defences") for path in order), "the gates left out"
+    assert summary["files"] == len(order) and summary["returns"] < summary["call_events"]
