@@ -10,7 +10,9 @@ entered and stops when the client has read the whole stream. Left out are the ch
 frame is one of the gates every request passes whatever its route (the ASGI middleware and response hooks of
 security/, the log's redaction) or a finaliser (`__del__`, whenever the collector runs): they do not carry the
 question's data. A "return" is a call event whose file differs from the previous recorded event's file and
-had been visited before.
+had been visited before. `returns_by_calls` counts the same over the frames entered for the first time only,
+so that a stream's coroutines resumed once per token do not count again: the walk of the code, not of the
+tokens.
 
 usage: PYTHONPATH=. .venv/bin/python scripts/trace_ask.py
 """
@@ -51,6 +53,8 @@ class Walk:
         self.active = False
         self.armed = False
         self.files: list[str] = []  # one per recorded call event
+        self.fresh: list[bool] = []  # per event: a frame entered for the first time (not a coroutine resumed)
+        self.frames: set = set()  # the frames seen so far, held so that none is freed and its id reused
         self.threads: set[str] = set()
         self.lock = threading.Lock()
 
@@ -68,20 +72,26 @@ class Walk:
                 return
             with self.lock:
                 self.files.append(str(Path(path).relative_to(REPO)))
+                self.fresh.append(frame not in self.frames)
+                self.frames.add(frame)
                 self.threads.add(threading.current_thread().name)
 
     def summary(self) -> dict:
-        order: list[str] = []
-        returns = 0
-        previous = None
-        for path in self.files:
-            if path != previous and path in order:
-                returns += 1
-            if path not in order:
-                order.append(path)
-            previous = path
-        return {"files_in_order_of_first_visit": order, "files": len(order), "returns": returns,
-                "call_events": len(self.files), "threads": len(self.threads)}
+        order = list(dict.fromkeys(self.files))
+        entered = [path for path, fresh in zip(self.files, self.fresh) if fresh]
+        return {"files_in_order_of_first_visit": order, "files": len(order), "returns": returns_in(self.files),
+                "returns_by_calls": returns_in(entered), "call_events": len(self.files), "calls": len(entered),
+                "threads": len(self.threads)}
+
+
+def returns_in(walk: list[str]) -> int:
+    """How often the walk enters a file it had already left."""
+    returns, seen, previous = 0, set(), None
+    for path in walk:
+        returns += path != previous and path in seen
+        seen.add(path)
+        previous = path
+    return returns
 
 
 async def walk_one_question() -> dict:

@@ -20,9 +20,11 @@ def load():
 def test_a_return_is_a_call_into_a_file_already_left():
     walk = load().Walk(start_code=None)
     walk.files = ["a.py", "a.py", "b.py", "c.py", "b.py", "b.py", "a.py", "c.py", "c.py"]
+    walk.fresh = [True, False, True, True, False, True, False, True, True]  # the others: coroutines resumed
     summary = walk.summary()
     assert summary["files_in_order_of_first_visit"] == ["a.py", "b.py", "c.py"]
     assert (summary["files"], summary["returns"], summary["call_events"]) == (3, 3, 9)
+    assert (summary["calls"], summary["returns_by_calls"]) == (6, 2)  # a b c b c c
 
 
 def test_the_walk_of_one_question_runs_from_the_route_to_the_stream():
