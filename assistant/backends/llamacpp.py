@@ -24,6 +24,7 @@ from assistant.backends.base import (
     BackendHealth,
     GenParams,
     Message,
+    PromptProgress,
     completion_text,
 )
 from assistant.backends.packaged_models import ensure_joined, packaged_model
@@ -62,12 +63,14 @@ class LlamaCppBackend:
     def __init__(
         self, llm: Any, *, model: str, chat_format: str | None = None, max_queue: int = 8, seed: int = 0,
         repeat_penalty: float = 1.0, max_line_repeats: int = 0, max_tokens: int | None = None,
+        n_batch: int | None = None,
     ) -> None:
         self.llm = llm
         self.model = model
         self.repeat_penalty = repeat_penalty
         self.max_line_repeats = max_line_repeats  # 0 = no line guard
         self.max_tokens = max_tokens  # a cap below each request's own, or None
+        self.n_batch = n_batch or getattr(llm, "n_batch", 512)  # prompt tokens evaluated between progress reports
         # llama.cpp rounds the context up to a multiple of 256 and reports that, while llama-cpp-python keeps
         # the tokens in an array of the size asked for: past that, evaluation fails. The smaller one holds.
         self.context_window: int = min(llm.n_ctx(), len(llm.input_ids))
@@ -167,7 +170,7 @@ class _Generation:
     def __aiter__(self) -> "_Generation":
         return self
 
-    async def __anext__(self) -> str:
+    async def __anext__(self) -> str | PromptProgress:
         if self._finished:
             raise StopAsyncIteration
         if self._queue is None:
@@ -205,6 +208,8 @@ class _Generation:
             criteria.extend(self._criteria)
         guard = LineRepeatGuard(self.backend.max_line_repeats)
         try:
+            if p.progress:
+                self._read_prompt(loop)
             pieces = self.backend.llm.create_completion(
                 self._tokens,
                 # never past the window (llama-cpp-python would clamp to the padded one, past its own array)
@@ -240,6 +245,30 @@ class _Generation:
             self.ticket.release()  # only now may the next request use the model
             self._put(loop, _END)
 
+    def _read_prompt(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The prompt evaluated here `n_batch` tokens at a time, its progress reported between batches.
+
+        What the model holds from the last prompt is kept as far as both agree (the stable prefix of every
+        question, a conversation's earlier turns). The last token is left out: create_completion keeps the
+        longest prefix of the tokens the model holds (llama-cpp-python's `generate`), so it then evaluates
+        that one token alone, for the logits it samples from, and nothing is read twice."""
+        llm = self.backend.llm
+        tokens, total = self._tokens, len(self._tokens)
+        kept = common_prefix(llm._input_ids, tokens[:-1])
+        if kept < llm.n_tokens and not llm._ctx.kv_cache_seq_rm(-1, kept, -1):
+            llm.reset()  # this model's cache cannot be cut: read it all
+            kept = 0
+        llm.n_tokens = kept
+        self._put(loop, PromptProgress(kept, total, kept))
+        step = max(1, self.backend.n_batch)
+        for start in range(kept, total - 1, step):
+            if self.stop_event.is_set():
+                return
+            end = min(start + step, total - 1)
+            llm.eval(tokens[start:end])
+            # the one token left is read with the first one generated: the prompt is then read
+            self._put(loop, PromptProgress(total if end == total - 1 else end, total, kept))
+
     def _put(self, loop: asyncio.AbstractEventLoop, item: object) -> None:
         if self._queue is None:
             return
@@ -254,6 +283,16 @@ class _Generation:
         self.stop_event.set()
         if self.thread is None:
             self.ticket.release()
+
+
+def common_prefix(held: Any, tokens: list[int]) -> int:
+    """How many first tokens the model's held ones and a prompt's share."""
+    n = 0
+    for a, b in zip(held, tokens):
+        if a != b:
+            break
+        n += 1
+    return n
 
 
 def gpu_layers(setting: int | None) -> int:
@@ -298,4 +337,5 @@ def create_llamacpp(settings: "Settings") -> LlamaCppBackend:
         llm, model=name, chat_format=cfg.chat_format, max_queue=cfg.max_queue, seed=cfg.seed,
         repeat_penalty=cfg.repeat_penalty, max_line_repeats=cfg.max_line_repeats,
         max_tokens=cfg.max_tokens or (packaged.max_tokens if packaged else None),
+        n_batch=cfg.n_batch,
     )
