@@ -36,6 +36,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _END = object()
+# The prompt's cap on a CPU, where every prompt token is read before the first word: the smallest budget
+# whose prompts hold as many of the expected facts of the handbook questions' tune half as the window's
+# (the report half: as many too), about 40 % fewer tokens than the window's at the median
+# (`assistant bench budgets`, docs/benchmarks.md).
+CPU_PROMPT_TOKENS = 1024
 
 
 def packaged_model_path(name: str | None = None, cache_dir: Path | None = None) -> Path:
@@ -63,13 +68,14 @@ class LlamaCppBackend:
     def __init__(
         self, llm: Any, *, model: str, chat_format: str | None = None, max_queue: int = 8, seed: int = 0,
         repeat_penalty: float = 1.0, max_line_repeats: int = 0, max_tokens: int | None = None,
-        n_batch: int | None = None,
+        max_prompt_tokens: int | None = None, n_batch: int | None = None,
     ) -> None:
         self.llm = llm
         self.model = model
         self.repeat_penalty = repeat_penalty
         self.max_line_repeats = max_line_repeats  # 0 = no line guard
         self.max_tokens = max_tokens  # a cap below each request's own, or None
+        self.max_prompt_tokens = max_prompt_tokens  # the prompt's cap below the window's (prompts.prompt_budget), or None
         self.n_batch = n_batch or getattr(llm, "n_batch", 512)  # prompt tokens evaluated between progress reports
         # llama.cpp rounds the context up to a multiple of 256 and reports that, while llama-cpp-python keeps
         # the tokens in an array of the size asked for: past that, evaluation fails. The smaller one holds.
@@ -304,6 +310,13 @@ def gpu_layers(setting: int | None) -> int:
     return -1 if llama_supports_gpu_offload() else 0
 
 
+def prompt_cap(setting: int | None, offloaded_layers: int) -> int | None:
+    """The prompt's cap: as set (0 = none), else CPU_PROMPT_TOKENS when the model runs on the CPU alone."""
+    if setting is not None:
+        return setting or None
+    return CPU_PROMPT_TOKENS if offloaded_layers == 0 else None
+
+
 def create_llamacpp(settings: "Settings") -> LlamaCppBackend:
     try:
         from llama_cpp import Llama
@@ -337,5 +350,5 @@ def create_llamacpp(settings: "Settings") -> LlamaCppBackend:
         llm, model=name, chat_format=cfg.chat_format, max_queue=cfg.max_queue, seed=cfg.seed,
         repeat_penalty=cfg.repeat_penalty, max_line_repeats=cfg.max_line_repeats,
         max_tokens=cfg.max_tokens or (packaged.max_tokens if packaged else None),
-        n_batch=cfg.n_batch,
+        max_prompt_tokens=prompt_cap(cfg.max_prompt_tokens, gpu_layers(cfg.n_gpu_layers)), n_batch=cfg.n_batch,
     )
