@@ -14,6 +14,7 @@ import { jumpToSource, renderSources } from "./sources.js";
 import { readEvents } from "./sse.js";
 import { showStart, wireStart } from "./start.js";
 import { answerNotes, citedSentences, markAnswer, toUnits } from "./support.js";
+import { Wait, showTimings } from "./wait.js";
 
 const CONVERSATION_KEY = "rag.conversation";
 
@@ -170,7 +171,7 @@ function newTurn(question) {
   return { id, turn, block, answer, state };
 }
 
-/** retrieving → thinking → answering; null when done. */
+/** answering, or null when done (before: the Wait of wait.js). */
 function setState(view, key) {
   view.state.hidden = !key;
   view.state.dataset.state = key || "";
@@ -281,7 +282,7 @@ async function ask(question, again = null) {
   setBusy(true);
   if (again) again.article.hidden = true;
   const view = newTurn(question);
-  setState(view, "retrieving");
+  const wait = new Wait(view.state); // searching, reading the sources, the seconds gone
   if (!again) els.question.value = "";
 
   let text = "";
@@ -301,14 +302,15 @@ async function ask(question, again = null) {
     const variantOf = again ? { regenerate_of: again.variants.at(-1).id } : {};
     const resp = await api.ask({ question, collections: chosen, conversation_id: conversationId, ...variantOf,
       ...documentScope() }, controller.signal);
-    setState(view, "thinking");
+    wait.thinking();
     await readEvents(resp, (name, data) => {
-      if (name === "retrieved") {
+      if (name === "progress" && !text) wait.progress(data);
+      else if (name === "retrieved") {
         sources = data.sources || [];
         renderSources(view.block, sources, view.id, { pending: true });
         loadConversations(); // a new conversation is listed, under its question, while the answer is written
       } else if (name === "token") {
-        if (!text) setState(view, "answering");
+        if (!text) { wait.answered(); setState(view, "answering"); }
         text += data.text;
         if (!frame) frame = requestAnimationFrame(paint);
       } else if (name === "sources") {
@@ -336,6 +338,7 @@ async function ask(question, again = null) {
   } finally {
     if (frame) cancelAnimationFrame(frame);
     if (text) paint();
+    wait.stop();
     setState(view, null);
     view.answer.setAttribute("aria-busy", "false");
     if (stopped) {
@@ -382,15 +385,6 @@ async function adoptStoppedTurn(view, question, id, again) {
       return;
     }
   }
-}
-
-function showTimings(block, done) {
-  const parts = [];
-  if (done.model) parts.push(done.model);
-  if (Number.isFinite(done.completion_tokens)) parts.push(t("status.tokens", { n: done.completion_tokens }));
-  const total = done.timings?.total_ms;
-  if (typeof total === "number") parts.push(`${(total / 1000).toFixed(1)} s`);
-  if (parts.length) block.append(el("p", "timings", parts.join(" · ")));
 }
 
 export const stopAnswer = () => controller?.abort();
