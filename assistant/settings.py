@@ -92,6 +92,10 @@ class LlamaCppSettings(BaseModel):
         None, ge=1, description="most tokens an answer of this backend may have; empty = 384 with the packaged "
         "instruct models, 256 with gemma-3-270m, else [generation].max_tokens"
     )
+    max_prompt_tokens: int | None = Field(
+        None, ge=0, description="most tokens a prompt of this backend may have (fewer sources, a shorter wait for "
+        "the first token); empty = 1,024 when no layer is offloaded to a GPU, else the window's; 0 = the window's"
+    )
 
 
 class OpenAISettings(BaseModel):

@@ -1,4 +1,4 @@
-"""`assistant bench serve|ingest|retrieval` and `assistant eval retrieval|questions|derive|answers|contrast|variants`: every flag of the
+"""`assistant bench serve|ingest|retrieval|budgets` and `assistant eval retrieval|questions|derive|answers|contrast|variants`: every flag of the
 measurement commands, in one place.
 
 Reaches the `assistant` command through the `assistant.commands` entry-point group, as the ingestion
@@ -14,8 +14,8 @@ from pathlib import Path
 from assistant.backends.registry import backend_names
 from assistant.cli import add_common
 from evals import (
-    bench_conversations, bench_ingest, bench_retrieval, bench_serve, contrast_pairs, eval_answers, eval_commands,
-    question_variants,
+    bench_budgets, bench_conversations, bench_ingest, bench_retrieval, bench_serve, contrast_pairs, eval_answers,
+    eval_commands, question_variants,
 )
 
 
@@ -36,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_bench_serve(bench_sub)
     add_bench_ingest(bench_sub)
     add_bench_retrieval(bench_sub)
+    add_bench_budgets(bench_sub)
 
     ev = sub.add_parser("eval", help="measure retrieval and answer quality (BEIR data sets, question files)")
     eval_sub = ev.add_subparsers(dest="eval_command", metavar="WHAT", required=True)
@@ -73,6 +74,29 @@ def add_bench_ingest(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--keep", type=Path, help="build the store here and keep it (default: a temporary directory)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=bench_ingest.run)
+
+
+def add_bench_budgets(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("budgets", help="the in-process model's prompt budget: wait for the first token against facts, "
+                       "budgets interleaved; the knee")
+    add_common(p)
+    p.add_argument("file", type=Path, nargs="+", help="JSON Lines questions (as `eval answers` reads them; answerable ones used)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--root", type=Path, help="folder the sources are relative to; ingested into a temporary collection")
+    where.add_argument("--collection", "-c", help="use this existing collection of the data directory")
+    p.add_argument("--store", type=Path, help="ingest --root into this data directory and keep it (re-runs skip unchanged files)")
+    p.add_argument("--budgets", type=bench_budgets.parse_budgets, default=[1024, 1536, 2048, 3072],
+                   help="comma-separated prompt token budgets, 0 = the window's (default 1024,1536,2048,3072)")
+    p.add_argument("--limit", type=positive_int, help="only the first N answerable questions")
+    p.add_argument("--per-split", type=positive_int, metavar="N",
+                   help="only the first N answerable questions of each half (tune, report)")
+    p.add_argument("--followups", type=int, default=0, metavar="N",
+                   help="also N two-turn conversations per budget: the follow-up's wait (default 0)")
+    p.add_argument("--out", type=Path, help="also write every answer, JSON, to this file")
+    p.add_argument("--quiet", action="store_true", help="no line per answer on stderr")
+    p.add_argument("--prompts-only", action="store_true",
+                   help="no answers: per budget, each question's prompt (tokens, facts in it, the right file among its sources)")
+    p.set_defaults(func=bench_budgets.run, overrides=lambda args: {"backend": "llamacpp"})
 
 
 def add_bench_retrieval(sub: argparse._SubParsersAction) -> None:

@@ -14,6 +14,7 @@ import { jumpToSource, renderSources } from "./sources.js";
 import { readEvents } from "./sse.js";
 import { showStart, wireStart } from "./start.js";
 import { finishAnswer, markUnfinished, sentencesOf, setState, showCheck, showTimings, stoppedSources } from "./turn_view.js";
+import { Wait } from "./wait.js";
 
 const CONVERSATION_KEY = "rag.conversation";
 
@@ -207,7 +208,7 @@ async function ask(question, again = null) {
   setBusy(true);
   if (again) again.article.hidden = true;
   const view = newTurn(question);
-  setState(view, "retrieving");
+  const wait = new Wait(view.state); // searching, reading the sources, the seconds gone
   if (!again) els.question.value = "";
 
   let text = "";
@@ -227,14 +228,15 @@ async function ask(question, again = null) {
     const variantOf = again ? { regenerate_of: again.variants.at(-1).id } : {};
     const resp = await api.ask({ question, collections: chosen, conversation_id: conversationId, ...variantOf,
       ...documentScope() }, controller.signal);
-    setState(view, "thinking");
+    wait.thinking();
     await readEvents(resp, (name, data) => {
-      if (name === "retrieved") {
+      if (name === "progress" && !text) wait.progress(data);
+      else if (name === "retrieved") {
         sources = data.sources || [];
         renderSources(view.block, sources, view.id, { pending: true });
         loadConversations(); // a new conversation is listed, under its question, while the answer is written
       } else if (name === "token") {
-        if (!text) setState(view, "answering");
+        if (!text) { wait.answered(); setState(view, "answering"); }
         text += data.text;
         if (!frame) frame = requestAnimationFrame(paint);
       } else if (name === "sources") {
@@ -262,6 +264,7 @@ async function ask(question, again = null) {
   } finally {
     if (frame) cancelAnimationFrame(frame);
     if (text) paint();
+    wait.stop();
     setState(view, null);
     view.answer.setAttribute("aria-busy", "false");
     if (stopped) {

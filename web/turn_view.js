@@ -9,7 +9,7 @@ import { t } from "./i18n.js";
 import { decorateCode, markUnknownCitations, renderMarkdown } from "./markdown.js";
 import { answerNotes, citedSentences, markAnswer, toUnits } from "./support.js";
 
-/** retrieving → thinking → answering; null when done. */
+/** answering, or null when done (before it: the Wait of wait.js). */
 export function setState(view, key) {
   view.state.hidden = !key;
   view.state.dataset.state = key || "";

@@ -60,6 +60,7 @@ class Question:
     history: tuple[dict, ...] = ()
     max_tokens: int | None = None  # the answer's budget, at most generation.max_tokens (a /v1 request's)
     temperature: float | None = None
+    progress: bool = False  # `Progress` events while the prompt is read (the page's stream; /v1 and MCP take none)
 
 
 @dataclass
@@ -241,7 +242,8 @@ class Asking:
         try:
             prepared = await prepare(text, collections, retriever=self.retriever, backend=self.backend,
                                      policy=policy, history=history, k=question.k, filters=question.filters,
-                                     query=query if turn is not None else None, document=document)
+                                     query=query if turn is not None else None, document=document,
+                                     progress=question.progress)
         except BackendBusy as exc:
             self.on_busy()
             raise AskError("busy", str(exc), retry_after=exc.retry_after) from None

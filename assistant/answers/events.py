@@ -1,9 +1,9 @@
 """What an answer says while it is made: one type per event, a union the doors match on.
 
-In order: `Retrieved` (the prompt's sources, none cited yet) before the backend's first token, `Token`
-pieces, `Sources` (cited first, each with its support), then `Done`, or one `Failed` that ends the
-stream. Each event has the `type` and `data` its wire form takes (`retrieved`, `token`, `sources`,
-`done`, `error`), so that a door serialises every event in one place (routes/sse.py for /api/ask).
+In order: `Retrieved` (the prompt's sources, none cited yet) before the backend's first token, `Progress`
+while the engine reads the prompt (a door that asks for it), `Token` pieces, `Sources` (cited first, each
+with its support), then `Done`, or one `Failed` that ends the stream. Each event has the `type` and `data` its wire form takes (`retrieved`, `progress`, `token`,
+`sources`, `done`, `error`), so that a door serialises every event in one place (routes/sse.py for /api/ask).
 """
 
 from __future__ import annotations
@@ -22,6 +22,22 @@ class Retrieved:
     @property
     def data(self) -> dict:
         return {"sources": self.sources}
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far the engine has read the prompt before its first token (`done` of `total` tokens, `cached` of
+    them kept from an earlier prompt): only for a door that asked for it (the page's stream), and only
+    from a backend that can tell (the in-process llama.cpp, llama-server)."""
+
+    done: int
+    total: int
+    cached: int = 0
+    type: ClassVar[str] = "progress"
+
+    @property
+    def data(self) -> dict:
+        return {"done": self.done, "total": self.total, "cached": self.cached}
 
 
 @dataclass(frozen=True)
@@ -102,4 +118,4 @@ class Failed:
         return out
 
 
-Event = Union[Retrieved, Token, Sources, Done, Failed]
+Event = Union[Retrieved, Progress, Token, Sources, Done, Failed]

@@ -156,8 +156,11 @@ def clean_history(history: list[dict] | None) -> list[Message]:
 
 
 def prompt_budget(backend: TokenCounter, max_answer_tokens: int, margin: int) -> int:
-    """The most prompt tokens allowed: the window less the answer and the margin."""
-    return backend.context_window - max_answer_tokens - margin
+    """The most prompt tokens allowed: the window less the answer and the margin, and at most the backend's
+    own cap where it has one (`max_prompt_tokens`: on a CPU every prompt token is a wait before the first)."""
+    budget = backend.context_window - max_answer_tokens - margin
+    cap = getattr(backend, "max_prompt_tokens", None)
+    return min(budget, cap) if cap else budget
 
 
 def stops(style: str) -> list[str]:

@@ -1,7 +1,7 @@
 """A question answered from the collections: retrieve, build a prompt that fits, stream the backend.
 
 Events (answers/events.py), in order: `Retrieved` (the prompt's sources in prompt order, every `cited`
-false), then `Token`..., then `Sources` (cited first, then the others), then `Done` (answer, prompt and
+false), `Progress` while the engine reads the prompt (when asked for), then `Token`..., then `Sources` (cited first, then the others), then `Done` (answer, prompt and
 completion tokens, model, timings, check; `extra`: `document_mode` and `document` for a question about one
 document, `model_answer`, `absent_words`). `Retrieved` comes before the backend's first token, so that a
 client shows what the answer draws on while the model works (and still has it when the answer is
@@ -57,7 +57,7 @@ from indexes.retrieval.filters import SearchFilters
 from indexes.reading import DocumentRef
 from indexes.retrieval.retriever import Hit, Retriever
 
-from assistant.backends.base import Backend, BackendBusy, BackendError, GenParams
+from assistant.backends.base import Backend, BackendBusy, BackendError, GenParams, PromptProgress
 from assistant.answers.absent_terms import absent_words, not_in_documents
 from assistant.backends.model_choice import runs_packaged_model
 from assistant.answers.citations import CitationFilter, cited_numbers
@@ -65,7 +65,7 @@ from assistant.answers.document_question import document_prompt
 from assistant.answers.support import NO_ANSWER, NOT_IN_DOCUMENTS, AnswerCheck, attribute, check_answer, language_of
 from assistant.answers.early_send import END, Started, counted_beside
 from assistant.answers.prompts import Prompt, PromptTooLong, build_prompt, early_prompt, sources_shown
-from assistant.answers.events import Done, Event, Failed, Retrieved, Sources, Token
+from assistant.answers.events import Done, Event, Failed, Progress, Retrieved, Sources, Token
 from assistant.security.redaction import redact_text
 from assistant.settings import GenerationSettings
 from assistant.answers.source_view import hit_to_source, support_dict
@@ -241,6 +241,9 @@ class PreparedAnswer:
             yield Retrieved(source_dicts(prompt.sources_used, []))
             async with aclosing(backend_pieces(self.stream)) as stream:
                 async for piece in stream:
+                    if isinstance(piece, PromptProgress):  # asked for (params.progress) by the page's door
+                        yield Progress(piece.done, piece.total, piece.cached)
+                        continue
                     if engine_first_ms is None and piece:
                         engine_first_ms = (time.perf_counter() - self.sent) * 1000
                     text = citations.feed(piece)
@@ -335,12 +338,14 @@ async def prepare(
     filters: SearchFilters | None = None,
     query: str | None = None,
     document: DocumentRef | None = None,
+    progress: bool = False,
 ) -> PreparedAnswer:
     """Retrieve, build the prompt and open the backend stream (which takes a place in its queue).
 
     Retrieval searches for `query` when given (a follow-up rewritten to stand alone), else the question.
     With a `document` (of the collections), the question is about it alone: the whole document when it
     fits the window, else retrieval within it (answers/document_question.py); `done` says which.
+    With `progress`, a backend that can tell how far it has read the prompt says so (`Progress` events).
     Raises BackendBusy when the backend's queue is full. Every other failure is kept and reported as
     the `error` event of `events()`. Call `events()` (or `aclose()`) so that the place is given back.
     """
@@ -376,7 +381,7 @@ async def prepare(
 
     try:
         retrieve_ms, prompt_ms, prompt, fitted = await anyio.to_thread.run_sync(retrieve_and_build)
-        params = GenParams(max_tokens=gen.max_tokens, temperature=gen.temperature, stop=prompt.stop)
+        params = GenParams(max_tokens=gen.max_tokens, temperature=gen.temperature, stop=prompt.stop, progress=progress)
         sent = time.perf_counter()
         stream = opened(backend, prompt, params, question, absent)
     except BackendBusy:

@@ -20,6 +20,18 @@ class GenParams:
     max_tokens: int = 384
     temperature: float = 0.2
     stop: list[str] = field(default_factory=list)
+    progress: bool = False  # a backend that can tells how far it has read the prompt (PromptProgress pieces)
+
+
+@dataclass(frozen=True)
+class PromptProgress:
+    """How much of the prompt the engine has read before its first token: `done` of `total` tokens, `cached`
+    of them kept from an earlier prompt. A stream asked for it (`GenParams.progress`) yields these between its
+    text pieces; one that cannot tell yields none."""
+
+    done: int
+    total: int
+    cached: int = 0
 
 
 @dataclass
@@ -59,7 +71,8 @@ class Backend(Protocol):
         ...
 
     def stream(self, messages: list[Message], params: GenParams) -> AsyncIterator[str]:
-        """Text pieces of the answer as they are generated; closing the iterator aborts the request."""
+        """Text pieces of the answer as they are generated; closing the iterator aborts the request. With
+        `params.progress`, PromptProgress items may come before the first piece."""
         ...
 
     async def health(self) -> BackendHealth: ...

@@ -24,6 +24,7 @@ from assistant.backends.base import (
     BackendHealth,
     GenParams,
     Message,
+    PromptProgress,
     completion_text,
 )
 from assistant.backends.packaged_models import ensure_joined, packaged_model
@@ -35,6 +36,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _END = object()
+# The prompt's cap on a CPU, where every prompt token is read before the first word: the smallest budget
+# whose prompts hold as many of the expected facts of the handbook questions' tune half as the window's
+# (the report half: as many too), about 40 % fewer tokens than the window's at the median
+# (`assistant bench budgets`, docs/benchmarks.md).
+CPU_PROMPT_TOKENS = 1024
 
 
 def packaged_model_path(name: str | None = None, cache_dir: Path | None = None) -> Path:
@@ -62,12 +68,15 @@ class LlamaCppBackend:
     def __init__(
         self, llm: Any, *, model: str, chat_format: str | None = None, max_queue: int = 8, seed: int = 0,
         repeat_penalty: float = 1.0, max_line_repeats: int = 0, max_tokens: int | None = None,
+        max_prompt_tokens: int | None = None, n_batch: int | None = None,
     ) -> None:
         self.llm = llm
         self.model = model
         self.repeat_penalty = repeat_penalty
         self.max_line_repeats = max_line_repeats  # 0 = no line guard
         self.max_tokens = max_tokens  # a cap below each request's own, or None
+        self.max_prompt_tokens = max_prompt_tokens  # the prompt's cap below the window's (prompts.prompt_budget), or None
+        self.n_batch = n_batch or getattr(llm, "n_batch", 512)  # prompt tokens evaluated between progress reports
         # llama.cpp rounds the context up to a multiple of 256 and reports that, while llama-cpp-python keeps
         # the tokens in an array of the size asked for: past that, evaluation fails. The smaller one holds.
         self.context_window: int = min(llm.n_ctx(), len(llm.input_ids))
@@ -167,7 +176,7 @@ class _Generation:
     def __aiter__(self) -> "_Generation":
         return self
 
-    async def __anext__(self) -> str:
+    async def __anext__(self) -> str | PromptProgress:
         if self._finished:
             raise StopAsyncIteration
         if self._queue is None:
@@ -205,6 +214,8 @@ class _Generation:
             criteria.extend(self._criteria)
         guard = LineRepeatGuard(self.backend.max_line_repeats)
         try:
+            if p.progress:
+                self._read_prompt(loop)
             pieces = self.backend.llm.create_completion(
                 self._tokens,
                 # never past the window (llama-cpp-python would clamp to the padded one, past its own array)
@@ -240,6 +251,30 @@ class _Generation:
             self.ticket.release()  # only now may the next request use the model
             self._put(loop, _END)
 
+    def _read_prompt(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The prompt evaluated here `n_batch` tokens at a time, its progress reported between batches.
+
+        What the model holds from the last prompt is kept as far as both agree (the stable prefix of every
+        question, a conversation's earlier turns). The last token is left out: create_completion keeps the
+        longest prefix of the tokens the model holds (llama-cpp-python's `generate`), so it then evaluates
+        that one token alone, for the logits it samples from, and nothing is read twice."""
+        llm = self.backend.llm
+        tokens, total = self._tokens, len(self._tokens)
+        kept = common_prefix(llm._input_ids, tokens[:-1])
+        if kept < llm.n_tokens and not llm._ctx.kv_cache_seq_rm(-1, kept, -1):
+            llm.reset()  # this model's cache cannot be cut: read it all
+            kept = 0
+        llm.n_tokens = kept
+        self._put(loop, PromptProgress(kept, total, kept))
+        step = max(1, self.backend.n_batch)
+        for start in range(kept, total - 1, step):
+            if self.stop_event.is_set():
+                return
+            end = min(start + step, total - 1)
+            llm.eval(tokens[start:end])
+            # the one token left is read with the first one generated: the prompt is then read
+            self._put(loop, PromptProgress(total if end == total - 1 else end, total, kept))
+
     def _put(self, loop: asyncio.AbstractEventLoop, item: object) -> None:
         if self._queue is None:
             return
@@ -256,6 +291,16 @@ class _Generation:
             self.ticket.release()
 
 
+def common_prefix(held: Any, tokens: list[int]) -> int:
+    """How many first tokens the model's held ones and a prompt's share."""
+    n = 0
+    for a, b in zip(held, tokens):
+        if a != b:
+            break
+        n += 1
+    return n
+
+
 def gpu_layers(setting: int | None) -> int:
     """The layers to offload: as set, else all of them (-1) when this llama.cpp build can offload to a GPU."""
     if setting is not None:
@@ -263,6 +308,13 @@ def gpu_layers(setting: int | None) -> int:
     from llama_cpp import llama_supports_gpu_offload
 
     return -1 if llama_supports_gpu_offload() else 0
+
+
+def prompt_cap(setting: int | None, offloaded_layers: int) -> int | None:
+    """The prompt's cap: as set (0 = none), else CPU_PROMPT_TOKENS when the model runs on the CPU alone."""
+    if setting is not None:
+        return setting or None
+    return CPU_PROMPT_TOKENS if offloaded_layers == 0 else None
 
 
 def create_llamacpp(settings: "Settings") -> LlamaCppBackend:
@@ -298,4 +350,5 @@ def create_llamacpp(settings: "Settings") -> LlamaCppBackend:
         llm, model=name, chat_format=cfg.chat_format, max_queue=cfg.max_queue, seed=cfg.seed,
         repeat_penalty=cfg.repeat_penalty, max_line_repeats=cfg.max_line_repeats,
         max_tokens=cfg.max_tokens or (packaged.max_tokens if packaged else None),
+        max_prompt_tokens=prompt_cap(cfg.max_prompt_tokens, gpu_layers(cfg.n_gpu_layers)), n_batch=cfg.n_batch,
     )

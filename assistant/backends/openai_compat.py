@@ -4,6 +4,9 @@ The server batches concurrent requests itself, so nothing here serializes them. 
 about itself (the model, the context window, prompt token counts, health) is openai_server.py's; this
 module streams the answers.
 
+A request asked for progress (`GenParams.progress`) of a server known to be llama-server (its tokenize
+route) sends `return_progress`, and the `prompt_progress` of its chunks comes out as PromptProgress.
+
 Every streamed request asks for the usage chunk (`stream_options.include_usage`): the engine's own
 count of the tokens it generated is then the answer's `completion_tokens`, whatever the text shown.
 
@@ -19,7 +22,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any, AsyncIterator, Literal
 
-from assistant.backends.base import BackendError, BackendHealth, GenParams, Message, completion_text
+from assistant.backends.base import BackendError, BackendHealth, GenParams, Message, PromptProgress, completion_text
 from assistant.backends.openai_server import OpenAIServer, request_error, upstream_refusal
 from assistant.backends.replicas import Replica
 from assistant.security.redaction import redact_text
@@ -83,8 +86,11 @@ class OpenAIBackend:
         )
         if params.stop:
             args["stop"] = params.stop[:4]  # the OpenAI API accepts at most four
-        if self.cfg.sampling:
-            args["extra_body"] = self.cfg.sampling
+        extra = dict(self.cfg.sampling)
+        if params.progress and self.tokenize_route == "llama-server":
+            extra["return_progress"] = True  # llama-server's chunks then say how far it has read the prompt
+        if extra:
+            args["extra_body"] = extra
         args["stream_options"] = {"include_usage": True}
         # The raw streaming response: the client builds and sends the request and maps its errors; the
         # chunks are read as plain JSON (a typed object per token costs more than the rest of the path).
@@ -98,7 +104,8 @@ class OpenAIBackend:
         answer.pieces = self._pieces(answer, messages, params)
         return answer
 
-    async def _pieces(self, answer: "RemoteAnswer", messages: list[Message], params: GenParams) -> AsyncIterator[str]:
+    async def _pieces(self, answer: "RemoteAnswer", messages: list[Message], params: GenParams
+                      ) -> AsyncIterator[str | PromptProgress]:
         o = self._openai
         deadline = time.monotonic() + self.cfg.timeout_s
         response, replica, failure = None, None, None
@@ -137,6 +144,8 @@ class OpenAIBackend:
                     message = error.get("message", error) if isinstance(error, dict) else error
                     raise upstream_refusal(replica.shown_url, error.get("code") if isinstance(error, dict) and
                                            isinstance(error.get("code"), int) else None, message)
+                if params.progress and (progress := prompt_progress(chunk.get("prompt_progress"))):
+                    yield progress
                 usage = chunk.get("usage")
                 if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
                     answer.completion_tokens = usage["completion_tokens"]
@@ -162,6 +171,17 @@ class OpenAIBackend:
         await self.server.aclose()
 
 
+def prompt_progress(sent: Any) -> PromptProgress | None:
+    """llama-server's `prompt_progress` ({total, cache, processed, time_ms}: `processed` counts the cached
+    tokens too) as a PromptProgress; None for anything else."""
+    if not isinstance(sent, dict):
+        return None
+    total, cache, processed = sent.get("total"), sent.get("cache", 0), sent.get("processed")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (total, cache, processed)) or not total:
+        return None
+    return PromptProgress(min(processed, total), total, min(cache, total))
+
+
 class RemoteAnswer:
     """The text pieces of one remote answer. `completion_tokens` is the engine's own count, known once
     its usage chunk arrived (None from a server that sends none); `aclose()` aborts the request."""
@@ -173,7 +193,7 @@ class RemoteAnswer:
     def __aiter__(self) -> "RemoteAnswer":
         return self
 
-    async def __anext__(self) -> str:
+    async def __anext__(self) -> str | PromptProgress:
         return await self.pieces.__anext__()
 
     async def aclose(self) -> None:

@@ -1,8 +1,9 @@
-"""POST /api/ask: a question in, Server-Sent Events out (`retrieved`, `token`…, `sources`, `done` | `error`).
+"""POST /api/ask: a question in, Server-Sent Events out (`retrieved`, `progress`…, `token`…, `sources`, `done` | `error`).
 
 The request becomes a `Question` for the one ask use case (answers/ask.py), its refusals 4xx with their
 codes, its events SSE messages (routes/sse.py). `retrieved` (the prompt's sources, none cited yet) leaves
-before the first token, so that a page shows them while the model works. In a saved conversation the turn
+before the first token, so that a page shows them while the model works; `progress` ({done, total, cached}
+prompt tokens) says how far the engine has read the prompt, where the backend can tell. In a saved conversation the turn
 is stored whatever ends the stream: `done`, an `error` event, or the client closing it (a turn "stopped"
 with what had streamed). With `document`, the question is about that document alone
 (answers/document_question.py).
@@ -103,7 +104,7 @@ async def ask(services: Services, identity: Identity, data: AskRequest) -> Serve
     question = Question(
         data.question, tuple(data.scope()), k=data.k, filters=checked_filters(data.filters), document=data.document,
         conversation_id=data.conversation_id, regenerate_of=data.regenerate_of,
-        history=tuple(t.model_dump() for t in data.history),
+        history=tuple(t.model_dump() for t in data.history), progress=True,
     )
     try:
         answering = await services.asking.open(identity, question)

@@ -154,3 +154,15 @@ async def test_real_llama_tokenizer_counts_and_budget(llama):
     stream = llama.stream(p.messages, GenParams(max_tokens=32, temperature=0, stop=p.stop))
     pieces = [piece async for piece in stream]  # no context overflow
     assert stream.prompt_tokens == p.prompt_tokens and all(isinstance(x, str) for x in pieces)
+
+
+def test_a_backends_prompt_cap_is_the_budget_when_below_the_windows():
+    backend = EchoBackend(context_window=4096)
+    hits = [hit(i) for i in range(8)]
+    whole = build_prompt("Which fox jumps over the lazy dog?", hits, backend, max_answer_tokens=48, margin=16)
+    backend.max_prompt_tokens = 700  # what the in-process llama.cpp sets on a CPU
+    capped = build_prompt("Which fox jumps over the lazy dog?", hits, backend, max_answer_tokens=48, margin=16)
+    assert whole.budget == 4096 - 48 - 16 and whole.prompt_tokens > 700
+    assert capped.budget == 700 and capped.prompt_tokens <= 700 and capped.sources_used == hits[: len(capped.sources_used)]
+    backend.max_prompt_tokens = 9000  # a cap above the window's changes nothing
+    assert build_prompt("Which fox jumps over the lazy dog?", hits, backend, 48, 16).budget == whole.budget

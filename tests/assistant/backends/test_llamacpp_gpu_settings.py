@@ -36,3 +36,11 @@ def test_gpu_settings_are_passed_to_llama_cpp(settings_factory, gguf_path):
         assert backend.prompt_style == "completion", "the GGUF has no chat template: completion prompts"
     finally:
         asyncio.run(backend.aclose())
+
+
+def test_the_prompt_is_capped_on_a_cpu_unless_set_otherwise():
+    from assistant.backends.llamacpp import CPU_PROMPT_TOKENS, prompt_cap
+
+    assert prompt_cap(None, 0) == CPU_PROMPT_TOKENS  # nothing offloaded: every prompt token is a CPU's wait
+    assert prompt_cap(None, -1) is None and prompt_cap(None, 12) is None  # a GPU reads the window's quickly
+    assert prompt_cap(1536, -1) == 1536 and prompt_cap(0, 0) is None  # as set; 0 = the window's

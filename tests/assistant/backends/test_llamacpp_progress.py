@@ -1,0 +1,92 @@
+"""The in-process llama.cpp backend reads the prompt in batches and says how far it has got: the same answer
+as without, each prompt token evaluated once (llama.cpp's own counters), and a prompt that shares its start
+with the last one reads only the rest."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from assistant.backends.base import GenParams, PromptProgress
+from assistant.backends.factory import create_backend
+
+BATCH = 64
+MESSAGES = [{"role": "user", "content": "Notes on the office.\n" + "\n".join(
+    f"Room {i} is on floor {i % 5} and seats {i + 2} people." for i in range(30)) + "\nWhich room seats 9 people?"}]
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory, gguf_path):
+    from assistant.settings import Settings
+
+    settings = Settings(data_dir=tmp_path_factory.mktemp("progress-data"), backend="llamacpp",
+                        llamacpp={"model_path": gguf_path, "n_ctx": 1024, "n_batch": BATCH, "n_threads": 2, "seed": 7})
+    made = create_backend(settings)
+    yield made
+    asyncio.run(made.aclose())
+
+
+def answer(backend, progress: bool, messages=MESSAGES) -> tuple[str, list[PromptProgress], int]:
+    async def run() -> tuple[str, list[PromptProgress], int]:
+        stream = backend.stream(messages, GenParams(max_tokens=24, temperature=0, progress=progress))
+        items = [item async for item in stream]
+        text = "".join(i for i in items if isinstance(i, str))
+        return text, [i for i in items if isinstance(i, PromptProgress)], stream.completion_tokens
+
+    return asyncio.run(run())
+
+
+def evaluated(backend) -> tuple[int, int]:
+    """llama.cpp's counters since the last reset: tokens read in batches (the prompt's), and one at a time."""
+    import llama_cpp
+
+    data = llama_cpp.llama_perf_context(backend.llm._ctx.ctx)
+    return data.n_p_eval, data.n_eval
+
+
+@pytest.mark.slow
+def test_progress_is_reported_between_batches_and_the_answer_is_the_same(backend):
+    import llama_cpp
+
+    total = backend.count_tokens(MESSAGES)
+    assert total > 4 * BATCH and (total - 1) % BATCH > 1  # several batches; the last is a batch, not one token
+
+    backend.llm.reset()  # nothing kept: both answers read the whole prompt
+    plain, none, _ = answer(backend, progress=False)
+    assert none == []  # not asked for, not given
+
+    backend.llm.reset()
+    llama_cpp.llama_perf_context_reset(backend.llm._ctx.ctx)
+    text, steps, generated = answer(backend, progress=True)
+    assert text == plain and text.strip()
+    assert steps[0] == PromptProgress(0, total, 0)
+    dones = [s.done for s in steps]
+    assert dones == sorted(dones) and dones[-1] == total and len(steps) == 1 + -(-(total - 1) // BATCH)
+    assert all(s.total == total for s in steps)
+    in_batches, one_by_one = evaluated(backend)
+    # llama.cpp counts every token decoded before the first is sampled as the prompt's: each prompt token
+    # read once (twice would be 2 * total - 1), then each generated token to sample the next
+    assert in_batches == total
+    assert one_by_one in (generated - 1, generated)  # the last sampled is not read when max_tokens ends it
+
+
+@pytest.mark.slow
+def test_a_prompt_that_starts_like_the_last_reads_only_the_rest(backend):
+    import llama_cpp
+
+    backend.llm.reset()
+    answer(backend, progress=True)
+    longer = [{"role": "user", "content": MESSAGES[0]["content"] + " And which one is on floor 3?"}]
+    shared = 0
+    for a, b in zip(backend.render(MESSAGES)[0], backend.render(longer)[0]):
+        if a != b:
+            break
+        shared += 1
+    llama_cpp.llama_perf_context_reset(backend.llm._ctx.ctx)
+    _, steps, _ = answer(backend, progress=True, messages=longer)
+    total = backend.count_tokens(longer)
+    assert steps[0].cached == steps[0].done == shared > 3 * BATCH
+    assert steps[-1].done == total
+    in_batches, _ = evaluated(backend)
+    assert in_batches == total - shared
