@@ -183,3 +183,31 @@ def test_a_replaced_answer_shows_the_model_answer_on_request_an_abstained_one_sa
     expect(turn.locator(".answer-block > .answer")).to_have_text(NO_ANSWER["en"])
     expect(turn.locator(".answer-check")).to_have_count(0)
     expect(turn.locator(".show-model-answer")).to_have_count(0)
+
+
+def test_a_replaced_answer_and_the_verdicts_of_a_checked_one_survive_a_reload(page, support_server):
+    open_page(page)
+    turn = ask(page, REPLACED[0])
+    expect(turn.locator(".show-model-answer")).to_be_visible()
+    conversation_id = int(page.evaluate("localStorage.getItem('rag.conversation')"))
+    stored = httpx.get(f"{support_server}/api/conversations/{conversation_id}", timeout=10).json()["turns"][-1]
+    assert stored["check"]["replaced"] is True and "bright orange" in stored["model_answer"]
+    page.reload()
+    turn = page.locator(".turn").last
+    expect(turn.locator(".answer-block > .answer")).to_have_text(NOT_IN_DOCUMENTS["en"])
+    expect(turn.locator(".answer-check.replaced")).to_be_visible()
+    expect(turn.locator(".sources-title")).to_have_text(["Closest passages, none cited"])
+    toggle = turn.get_by_role("button", name="Show the model's answer anyway")
+    toggle.click()
+    model = turn.locator(".model-answer")
+    expect(model.locator(".answer")).to_contain_text("bright orange with a blue stripe")
+    expect(model.locator(".sentence.unsupported")).to_have_count(1)
+
+    turn = ask(page, MIXED[0])
+    expect(turn.locator(".answer-block > .answer a.citation")).to_have_count(2)
+    page.reload()
+    turn = page.locator(".turn").last
+    chips = turn.locator(".answer-block > .answer a.citation")
+    expect(chips.nth(0)).to_have_attribute("data-support", "supported")
+    expect(chips.nth(1)).to_have_attribute("data-support", "weak")
+    expect(turn.locator(".answer-block > .answer .sentence.unsupported")).to_have_count(1)
