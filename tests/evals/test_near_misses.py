@@ -83,3 +83,11 @@ def test_the_derive_command_writes_them_unanswerable(tmp_path, capsys):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert summary["questions"] == len(rows) == 2
     assert all(r["unanswerable"] is True and r["set"] == "near-misses" for r in rows)
+
+
+def test_the_split_is_the_one_of_eval_answers():
+    from evals.eval_answers import split_of as answers_split
+    from evals.near_misses import split_of
+
+    for q in ("Where are the lockers in Chicago?", "How do I book rooms for meetings in Chicago?", "x", "中文问题"):
+        assert split_of(q) == answers_split(q)
