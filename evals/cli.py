@@ -170,12 +170,15 @@ def add_eval_derive(sub: argparse._SubParsersAction) -> None:
         p.add_argument("roots", type=Path, nargs=1, metavar="ROOT", help="folder holding the unpacked packages "
                        "(scripts/get-eval-packages.sh); sources are relative to it")
         p.add_argument("--tune", default="flask,click", help="packages of the tune split, comma-separated (default flask,click)")
+    n = kinds.add_parser("near-misses", help="unanswerable questions in the documents' words: a heading of one page asked "
+                         "about the subject of a parallel page (same folder, shared headings) that lacks it")
+    n.add_argument("roots", type=Path, nargs=1, metavar="ROOT", help="folder of Markdown files; sources are relative to it")
     w = kinds.add_parser("scraped", help="copy Markdown files as scraped text: no punctuation, marks or line breaks")
     w.add_argument("roots", type=Path, nargs=1, metavar="ROOT", help="folder of Markdown files")
     w.add_argument("--out", type=Path, required=True, help="folder to write the .txt copies to")
     add_common(w)
     w.set_defaults(func=eval_commands.run_derive)
-    for p in (c, s, b, e):
+    for p in (c, s, b, e, n):
         add_common(p)
         p.add_argument("--out", type=Path, required=True, help="JSON Lines file to write")
         p.set_defaults(func=eval_commands.run_derive)

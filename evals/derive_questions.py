@@ -38,6 +38,7 @@ class Derived:
     symbol: str = ""
     heading: str = ""
     package: str = ""
+    unanswerable: bool = False  # no document states the answer (near misses: `source` is the page asked about)
 
     def row(self) -> dict:
         """The JSON Lines row `load_questions` reads (empty fields left out)."""

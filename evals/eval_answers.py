@@ -11,7 +11,8 @@ a line written without a split): a question is "tune" when the first byte of the
 text is even, else "report".
 
 Per question and in total: fact recall (facts compared normalised: NFKC, casefold, decimal digits as
-ASCII, whitespace ignored), the right file cited (the question's source among the cited sources),
+ASCII, whitespace ignored), the right file cited (the question's source among the cited sources) and
+shown (among the passages the prompt held),
 citation precision and coverage and abstention as `assistant.answers.support.check_answer` judges the
 answer against the texts of the sources the prompt held, abstention accuracy (unanswerable questions
 must abstain, answerable ones must not), whether the answer is in the question's language, empty
@@ -236,6 +237,13 @@ def by_variant(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def shown_right(row: dict[str, Any]) -> bool:
+    """Whether a passage of the question's source was among those the prompt held (cited or not): what a
+    reader of an answer that cites nothing, a peer's, could open."""
+    shown = {str(s["path"]) for s in row["prompt_sources"]}
+    return any(s in shown for s in str(row.get("source") or "").split("|") if s)
+
+
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The totals of the per-question rows, the headline first."""
     answerable = [r for r in rows if not r["unanswerable"]]
@@ -250,6 +258,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "fact_recall": round(sum(r["facts_found"] for r in answerable) / expected, 4) if expected else None,
         "facts_expected": expected,
         "right_file_cited": _rate([r["right_file_cited"] for r in answerable]),
+        "right_file_shown": _rate([shown_right(r) for r in answerable if "prompt_sources" in r]),
         "citation_precision": _mean([r["citation_precision"] for r in rows]),
         "citation_coverage": _mean([r["citation_coverage"] for r in rows]),
         "abstained_when_unanswerable": _rate([r["abstained"] for r in unanswerable]),

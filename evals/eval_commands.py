@@ -196,7 +196,7 @@ def run_questions(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_derive(args: argparse.Namespace, settings: Settings) -> int:
-    """`assistant eval derive code|sections|behaviour|errors|scraped`: write a derived question set as JSON Lines and print
+    """`assistant eval derive code|sections|behaviour|errors|near-misses|scraped`: write a derived question set as JSON Lines and print
     its counts by split (and by package for code)."""
     from collections import Counter
 
@@ -205,6 +205,7 @@ def run_derive(args: argparse.Namespace, settings: Settings) -> int:
     from evals import derive_docs
     from evals import derive_questions as dq
     from evals import derive_sections
+    from evals.near_misses import near_miss_questions
 
     roots = [r.expanduser() for r in args.roots]
     for root in roots:
@@ -222,6 +223,8 @@ def run_derive(args: argparse.Namespace, settings: Settings) -> int:
             rows = derive_docs.behaviour_questions(roots[0], tune)
         elif args.derive_kind == "errors":
             rows = derive_docs.error_questions(roots[0], tune)
+        elif args.derive_kind == "near-misses":
+            rows = near_miss_questions(roots[0])
         else:
             rows = derive_sections.section_questions(derive_sections.read_sections(roots),
                                                      per_section=args.per_section, per_document=args.per_document,

@@ -158,6 +158,9 @@ class Turn(SQLModel, table=True):
     query: str = ""  # what retrieval searched for (the question rewritten to stand alone)
     answer: str = ""
     sources: str = "[]"  # JSON: the sources event as the client saw it
+    # JSON: the answer check of `done` as the client saw it ("" when none: stopped, failed, older turns)
+    answer_check: str = ""
+    model_answer: str | None = None  # the model's own text when `answer` is not it (replaced, re-cited)
     created_at: datetime = Field(default_factory=utcnow)
     # "done", "stopped" (the client stopped it: the answer is what had streamed) or "error"
     status: str = "done"

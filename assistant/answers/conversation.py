@@ -79,12 +79,12 @@ def history_for(
 
 def record_turn(
     engine: Engine, conversation_id: int, *, question: str, query: str, answer: str, sources: list[dict],
-    status: str = "done", variant_of: int | None = None,
+    status: str = "done", variant_of: int | None = None, check: dict | None = None, model_answer: str | None = None,
 ) -> Turn:
     """Append a turn that ended (raises UnknownConversation when it was deleted meanwhile)."""
     try:
         return add_turn(engine, conversation_id, question=question, query=query, answer=answer, sources=sources,
-                        status=status, variant_of=variant_of)
+                        status=status, variant_of=variant_of, check=check, model_answer=model_answer)
     except LookupError:
         raise UnknownConversation(f"unknown conversation: {conversation_id}") from None
 
@@ -162,7 +162,8 @@ class ConversationTurn:
         try:
             turn = await anyio.to_thread.run_sync(lambda: record_turn(
                 self.engine, self.conversation_id, question=self.question, query=query, answer=done.answer,
-                sources=self.sources, variant_of=self.variant_of,
+                sources=self.sources, variant_of=self.variant_of, check=done.check,
+                model_answer=done.get("model_answer"),
             ))
         except UnknownConversation as exc:
             return Failed(f"{exc}: it was deleted during the answer", "conversation_not_found")

@@ -93,6 +93,7 @@ class AnswerCheck:
     unknown_names: list[str] = field(default_factory=list)  # names the question and the answer's first claim share
     # that no source shown holds: the answer speaks of something the documents never mention
     contradicted: bool = False  # a claim says the opposite of the source that holds its words
+    no_quantity: bool = False  # the question asks how many or how much and no claim states an amount
 
     def best_supports(self) -> dict[int, Support]:
         """Per cited number, the support of the best-scoring sentence that cites it (the first on ties)."""
@@ -124,6 +125,7 @@ class AnswerCheck:
             "off_topic": self.off_topic,
             "contradicted": self.contradicted,
             "unknown_names": self.unknown_names,
+            "no_quantity": self.no_quantity,
         }
 
 
@@ -270,16 +272,20 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
         off_topic=bool(claims) and not said and off_topic(question, answer, [sources.get(n, "") + "\n" + places.get(n, "")
                                                                           for n in cited or sources]),
         contradicted=any(s.contradicted for c in claims for s in c.supports.values()),
-        unknown_names=unknown_names(question, claims[0].sentence.text, [*sources.values(), *places.values()])
+        unknown_names=unknown_names(question, claims[0].sentence.text, [sources.get(n, "") + "\n" + places.get(n, "")
+                                                                        for n in cited or sources])
         if claims and not said and question else [],
+        no_quantity=bool(claims) and not said and asks_quantity(question) and not states_quantity([c.sentence.text for c in claims]),
     )
 
 
 def unknown_names(question: str, claim: str, shown: list[str]) -> list[str]:
     """The names (capitalised words inside a sentence, identifiers, numbers with letters) that the question and
-    the answer's first claim both hold and no source shown does ("the Wi-Fi password at the Sydney office is
-    ..." over sources that never name Sydney): the answer is about what the documents do not cover. Plain
-    words never count, however rare: people ask in words the documents do not use."""
+    the answer's first claim both hold and none of the sources the answer cites does (their text and place; all
+    sources shown when it cites none): "the Wi-Fi password at the Sydney office is ..." over sources that never
+    name Sydney, and "the guest Wi-Fi password in the Chicago office ..." citing only the Washington DC page while
+    the Chicago page was shown too: the answer is about what its sources do not cover. Plain words never count,
+    however rare: people ask in words the documents do not use."""
     # Two letters name nothing for sure ("OK", "IT", "HR" are words as often as names).
     asked = {k for k in key_units(question) if not k[0].isdigit() and len(k) > 2} & set(units(question))
     said = asked & key_units(claim) & set(units(claim))
@@ -287,6 +293,27 @@ def unknown_names(question: str, claim: str, shown: list[str]) -> list[str]:
         return []
     held = set().union(*(units(text) for text in shown)) if shown else set()
     return sorted(said - held)
+
+
+# A question that asks for an amount: "how many", "how much"; 多少, 几 with a measure word.
+QUANTITY_ASKED = re.compile(r"\bhow (?:many|much)\b|多少|几(?:个|天|次|年|月|周|小时|位|名|种|台|张|点|层|岁)", re.IGNORECASE)
+# Words that state an amount without a digit ("it is free", "there is no limit").
+AMOUNT_WORDS = frozenset("free unlimited none zero nothing half twice double all every no".split())
+
+
+def asks_quantity(question: str) -> bool:
+    return bool(QUANTITY_ASKED.search(question))
+
+
+def states_quantity(claims: list[str]) -> bool:
+    """Whether some claim states an amount: a number (number words count, see `units`) or a word of AMOUNT_WORDS.
+    "There are lockers available throughout the building [2]" answers no "how many" (markers and list numbers
+    are no amounts)."""
+    for text in claims:
+        bare = LIST_ITEM.sub("", MARKER.sub("", text))
+        if any(u[0].isdigit() for u in units(bare)) or AMOUNT_WORDS & set(re.findall(r"\w+", bare.casefold())):
+            return True
+    return False
 
 
 def clause_supports(text: str, cited: list[int], sources: dict[int, str],

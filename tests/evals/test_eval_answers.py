@@ -132,6 +132,7 @@ def test_the_command_runs_the_answer_path_with_the_echo_backend(tmp_path, questi
     assert (out["split"], out["questions"], out["answerable"], out["unanswerable"]) == ("all", 3, 2, 1)
     # The echo backend repeats the question and cites [1], the best source: the question's own page.
     assert out["fact_recall"] == pytest.approx(2 / 3, abs=1e-4) and out["right_file_cited"] == 1.0
+    assert out["right_file_shown"] == 1.0, "the question's page was among the passages of the prompt"
     assert out["abstained_when_unanswerable"] == 0.0 and out["false_abstentions"] == 0.0
     assert out["language_match"] == 1.0 and out["empty_answers"] == 0 and out["errors"] == 0
     assert out["details"][0]["answer"].startswith("Echo: How many weeks") and out["details"][0]["cited"] == ["leave/parental.md"]
@@ -185,3 +186,26 @@ def test_the_command_with_the_packaged_gemma_model(tmp_path, questions_file, ggu
         assert 1 <= row["completion_tokens"] <= 16 and row["ttft_ms"] > 0
         assert set(row["cited"]) <= set(PAGES) and isinstance(row["abstained"], bool)
     assert out["ttft_ms_p50"] > 0 and out["facts_expected"] == 3
+
+
+def test_a_peer_s_report_is_scored_as_it_answered_never_replaced(tmp_path, questions_file, capsys):
+    """A peer (scripts/peer_llamaindex.py) writes its model texts and the passages its prompt held, with
+    `replace_unsupported: false`: our scorer judges its answers as given, without citations."""
+    passages = [{"n": 1, "path": "tools/passwords.md", "place": "tools/passwords.md", "text": "Use the password manager."}]
+    rows = [
+        {"question": "How many weeks of parental leave do I get?", "split": "tune", "unanswerable": False,
+         "source": "leave/parental.md", "model_text": "You get 12 weeks of parental leave.", "prompt_sources": passages},
+        {"question": "How much is the home office stipend?", "split": "report", "unanswerable": True, "source": "",
+         "model_text": "The stipend is $500 a year.", "prompt_sources": passages},
+    ]
+    report = tmp_path / "peer.json"
+    report.write_text(json.dumps({"backend": "llamaindex", "settings": {"k": 2, "replace_unsupported": False},
+                                  "details": rows}))
+    assert main(["eval", "answers", str(questions_file), "--rescore", str(report), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    leave, stipend = out["details"]
+    assert leave["answer"] == rows[0]["model_text"] and leave["facts_found"] == 2 and not leave["replaced"]
+    assert stipend["answer"] == rows[1]["model_text"] and not stipend["abstained"], "an invention stays one"
+    assert out["right_file_shown"] == 0.0 and out["right_file_cited"] == 0.0
+    assert out["headline"] | {"crag_score": None} == {"right_answer": 1, "right_abstention": 0, "false_abstention": 0,
+                                                      "invention": 1, "answer_without_facts": 0, "crag_score": None}

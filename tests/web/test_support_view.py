@@ -101,9 +101,12 @@ def test_citations_sentences_and_the_supporting_span(page, live_server):
     restored = page.locator(".turn").last
     expect(restored.locator(".source-card").first.locator(".support-label")).to_have_text("有依据")
     expect(restored.locator(".source-card").first.locator(".support-score")).to_have_text("来源中约含该说法 100% 的内容")
-    # a saved turn keeps no per-sentence check: a source cited twice cannot say which citation it supports
-    expect(restored.locator("a.citation")).to_have_count(2)
-    expect(restored.locator("a.citation[data-support]")).to_have_count(0)
+    # the saved turn keeps its check: each citation and the unsupported sentence marked as before the reload
+    restored_chips = restored.locator(".answer-block > .answer a.citation")
+    expect(restored_chips).to_have_count(2)
+    expect(restored_chips.nth(0)).to_have_attribute("data-support", "supported")
+    expect(restored_chips.nth(1)).to_have_attribute("data-support", "weak")
+    expect(restored.locator(".answer-block > .answer .sentence.unsupported")).to_have_count(1)
 
 
 def test_a_span_over_merged_chunks_is_read_as_python_merged_them(page):
@@ -158,3 +161,31 @@ def test_a_replaced_answer_shows_the_model_answer_on_request_an_abstained_one_sa
     expect(turn.locator(".answer-block > .answer")).to_have_text(NO_ANSWER["en"])
     expect(turn.locator(".answer-check")).to_have_count(0)
     expect(turn.locator(".show-model-answer")).to_have_count(0)
+
+
+def test_a_replaced_answer_and_the_verdicts_of_a_checked_one_survive_a_reload(page, live_server):
+    open_page(page)
+    turn = ask_in_new_chat(page, REPLACED[0])
+    expect(turn.locator(".show-model-answer")).to_be_visible()
+    conversation_id = int(page.evaluate("localStorage.getItem('rag.conversation')"))
+    stored = httpx.get(f"{live_server}/api/conversations/{conversation_id}", timeout=10).json()["turns"][-1]
+    assert stored["check"]["replaced"] is True and "bright orange" in stored["model_answer"]
+    page.reload()
+    turn = page.locator(".turn").last
+    expect(turn.locator(".answer-block > .answer")).to_have_text(NOT_IN_DOCUMENTS["en"])
+    expect(turn.locator(".answer-check.replaced")).to_be_visible()
+    expect(turn.locator(".sources-title")).to_have_text(["Closest passages, none cited"])
+    toggle = turn.get_by_role("button", name="Show the model's answer anyway")
+    toggle.click()
+    model = turn.locator(".model-answer")
+    expect(model.locator(".answer")).to_contain_text("bright orange with a blue stripe")
+    expect(model.locator(".sentence.unsupported")).to_have_count(1)
+
+    turn = ask_in_new_chat(page, MIXED[0])
+    expect(turn.locator(".answer-block > .answer a.citation")).to_have_count(2)
+    page.reload()
+    turn = page.locator(".turn").last
+    chips = turn.locator(".answer-block > .answer a.citation")
+    expect(chips.nth(0)).to_have_attribute("data-support", "supported")
+    expect(chips.nth(1)).to_have_attribute("data-support", "weak")
+    expect(turn.locator(".answer-block > .answer .sentence.unsupported")).to_have_count(1)

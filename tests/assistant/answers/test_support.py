@@ -312,3 +312,36 @@ def test_an_answer_about_a_name_no_source_holds_is_flagged() -> None:
     plain = check_answer("It is not OK to delete a Slack message [1].", {1: "Do not delete Slack messages."},
                          question="Is it OK to delete a Slack message I regret posting?")
     assert plain.unknown_names == [], "two letters and plain words name nothing"
+
+
+def test_a_name_held_only_by_a_source_the_answer_does_not_cite_is_flagged() -> None:
+    dc = ("The guest wireless network in the building is GSA Guest. The password changes monthly. To obtain the "
+          "current password, type guest wifi into any room on Slack.")
+    chicago = "In Chicago, you can book rooms using BookIt.\n\nConnect to the Wi-Fi: see Logging in & Networks."
+    places = {1: "Washington DC — pages/washington-dc.md", 2: "Chicago — pages/chicago.md"}
+    question = "What is this month's password for the guest Wi-Fi in the Chicago office?"
+    answer = ("The guest Wi-Fi password in the Chicago office changes monthly [1]. To obtain the current password, "
+              "type guest wifi into any room on Slack [1].")
+    other = check_answer(answer, {1: dc, 2: chicago}, places, question)
+    assert other.unknown_names == ["chicago"], "Chicago is named only by the page the answer does not cite"
+    own = check_answer(answer.replace("[1]", "[2]", 1), {1: dc, 2: chicago}, places, question)
+    assert own.unknown_names == [], "an answer citing the Chicago page speaks of a name its sources hold"
+
+
+def test_a_how_many_question_answered_without_an_amount_is_flagged() -> None:
+    rooms = "There are locker rooms with showers. Lockers are available throughout the building for day use."
+    lockers = check_answer("There are lockers available throughout the building [1].", {1: rooms},
+                           question="How many lockers are there in the San Francisco office's locker rooms?")
+    assert lockers.no_quantity and not lockers.unsupported, "supported, but it says no amount"
+    banked = check_answer("You can bank up to twenty-four credit hours at one time [1].",
+                          {1: "Employees may bank up to 24 credit hours at one time."},
+                          question="How many extra hours can I bank, and do they ever expire?")
+    assert not banked.no_quantity, "a number word is an amount"
+    free = check_answer("The locker rooms are free for everyone in the building [1].", {1: rooms + " They are free."},
+                        question="How much does the locker room cost?")
+    assert not free.no_quantity
+    other = check_answer("There are lockers available throughout the building [1].", {1: rooms},
+                         question="Where are the lockers in the San Francisco office?")
+    assert not other.no_quantity, "only a question asking how many or how much needs an amount"
+    zh = check_answer("大楼里有储物柜 [1]。", {1: "大楼里有储物柜和淋浴间。"}, question="旧金山办公室有多少个储物柜？")
+    assert zh.no_quantity
