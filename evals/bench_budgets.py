@@ -30,7 +30,7 @@ import time
 from typing import Any
 
 from assistant.settings import Settings
-from evals.eval_answers import AnswerQuestion, load_answer_questions, score_answer
+from evals.eval_answers import AnswerQuestion, load_answer_questions, run_then_close, score_answer
 from evals.eval_questions import fact_recall
 from evals.metrics import percentile
 
@@ -266,13 +266,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 args.out.write_text(json.dumps({"details": rows, "followups": follows}, ensure_ascii=False, indent=1) + "\n",
                                     encoding="utf-8")
 
-        async def go() -> tuple[list[dict], list[dict]]:
-            try:
-                return await measure(asking, backend, store, questions, args.budgets, collection, args.followups, say, keep)
-            finally:
-                await backend.aclose()
-
-        rows, follows = asyncio.run(go())
+        rows, follows = run_then_close(
+            measure(asking, backend, store, questions, args.budgets, collection, args.followups, say, keep), backend)
     finally:
         store.close()
         if temp:

@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable, Iterator
 
 from evals.derive_questions import MIN_WORDS, Derived, unique_questions
 
@@ -52,19 +53,24 @@ def plain(line: str) -> str:
     return " ".join(line.split())
 
 
+def unfenced(lines: Iterable[str]) -> Iterator[str]:
+    """The lines outside fenced code blocks (``` or ~~~), the fences left out too."""
+    fenced = False
+    for raw in lines:
+        if raw.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced:
+            yield raw
+
+
 def markdown_sections(text: str, source: str) -> list[Section]:
     """The sections under `##` and `###` headings (front matter and fenced code left out)."""
     if text.startswith("---"):
         end = text.find("\n---", 3)
         text = text[end + 4:] if end != -1 else text
     out: list[Section] = []
-    heading, body, fenced = "", [], False
-    for raw in text.splitlines():
-        if raw.lstrip().startswith(("```", "~~~")):
-            fenced = not fenced
-            continue
-        if fenced:
-            continue
+    heading, body = "", []
+    for raw in unfenced(text.splitlines()):
         m = _HEADING.match(raw)
         if m:
             if heading and body:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from statistics import mean
-from typing import Any, Callable
+from typing import Any, Callable, Coroutine
 
 from rich.console import Console
 from rich.table import Table
@@ -76,6 +76,17 @@ class AnswerQuestion:
 def split_of(question: str) -> str:
     """The half a question belongs to (the rule of the module docstring)."""
     return "tune" if hashlib.sha256(question.encode("utf-8")).digest()[0] % 2 == 0 else "report"
+
+
+def run_then_close(work: Coroutine[Any, Any, Any], backend: Any) -> Any:
+    """An evaluation's coroutine run to its end; the backend is closed after it, whatever happens."""
+    async def go() -> Any:
+        try:
+            return await work
+        finally:
+            await backend.aclose()
+
+    return asyncio.run(go())
 
 
 def load_answer_questions(path: Path) -> list[AnswerQuestion]:
@@ -346,13 +357,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                                     f"{row['question'][:60]} -> {' '.join(row['answer'].split())[:120]}"),
                       markup=False, highlight=False)
 
-        async def go() -> tuple[dict, list[dict]]:
-            try:
-                return await evaluate_answers(questions, collection, asking, progress=progress)
-            finally:
-                await backend.aclose()
-
-        totals, rows = asyncio.run(go())
+        totals, rows = run_then_close(evaluate_answers(questions, collection, asking, progress=progress), backend)
     finally:
         store.close()
         if temp:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from assistant.answers.text_units import key_units, units
 from evals.derive_questions import Derived
-from evals.derive_sections import plain
+from evals.derive_sections import plain, unfenced
 
 MIN_SHARED = 3  # headings two pages share to be parallel
 MAX_HELD = 0.5  # the share of a heading's words its parallel page may hold and still lack the fact
@@ -47,13 +47,8 @@ def page_headings(text: str) -> tuple[str, list[tuple[str, str]]]:
             title = plain(m.group(1))
         text = text[end + 4:]
     out: list[tuple[str, str]] = []
-    parent, fenced = "", False
-    for raw in text.splitlines():
-        if raw.lstrip().startswith(("```", "~~~")):
-            fenced = not fenced
-            continue
-        if fenced:
-            continue
+    parent = ""
+    for raw in unfenced(text.splitlines()):
         if not title and raw.startswith("# "):
             title = plain(raw[2:])
         if m := HEADING.match(raw):

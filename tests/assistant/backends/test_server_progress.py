@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from assistant.backends.base import GenParams, PromptProgress
 from assistant.backends.openai_compat import OpenAIBackend, prompt_progress
 from assistant.settings import OpenAISettings
+from tests.support.loopback import serving
 
 
 class Streaming(BaseHTTPRequestHandler):
@@ -43,13 +43,8 @@ class Streaming(BaseHTTPRequestHandler):
 @pytest.fixture
 def server_url():
     Streaming.bodies = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Streaming)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Streaming) as port:
+        yield f"http://127.0.0.1:{port}/v1"
 
 
 def streamed(url: str, route: str | None, progress: bool) -> list:

@@ -8,14 +8,14 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from litestar.testing import AsyncTestClient
 
 from assistant.app import create_app
 from tests.assistant.test_app import fill
+from tests.support.loopback import serving
 
 API_KEY = "sk-proj-Zq9LmN3xR7tY2vB8kP4w"
 USER, PASSWORD = "usr", "pw-hunter2"
@@ -55,13 +55,8 @@ class Refusing(BaseHTTPRequestHandler):
 @pytest.fixture
 def upstream():
     Refusing.seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://{USER}:{PASSWORD}@127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Refusing) as port:
+        yield f"http://{USER}:{PASSWORD}@127.0.0.1:{port}/v1"
 
 
 def secret_in(text: str) -> bool:
