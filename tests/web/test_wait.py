@@ -67,13 +67,33 @@ def test_the_page_shows_the_reading_the_seconds_and_the_usual_wait(browser, read
             shares = [int(m[1]) for t in texts if (m := re.search(r"Reading the sources… (\d+) %", t))]
             assert shares and shares == sorted(shares) and len(set(shares)) > 1, texts
             assert all(s["role"] == "status" for s in seen)
-            assert any(re.search(r" · \d+ s$", t) for t in texts), "the seconds gone"
-            assert all(s["clockHidden"] == "true" for s in seen if s["clockHidden"] is not None)
             assert not any("usually" in t for t in texts), "no answer yet to learn from"
             kept = page.evaluate("JSON.parse(localStorage.getItem('rag.waits'))")
             assert len(kept) == 1 and kept[0] > 0
+            if kept[0] >= 1500:  # the seconds gone show from the first whole second on (a quiet machine answers sooner)
+                assert any(re.search(r" · \d+ s$", t) for t in texts), ("the seconds gone", kept, texts)
+            assert all(s["clockHidden"] == "true" for s in seen if s["clockHidden"] is not None)
 
             seen = ask_and_record(page, "How often should the chain be lubricated?", 2)
             usual = max(1, int(kept[0] / 1000 + 0.5))  # as the page rounds (Math.round)
             assert any(f"(usually about {usual} s)" in s["text"] for s in seen), [s["text"] for s in seen]
             assert len(page.evaluate("JSON.parse(localStorage.getItem('rag.waits'))")) == 2
+
+
+def test_the_seconds_gone_tick_beside_the_state_whatever_the_machine(browser, reading_web):
+    """The page's clock made fake: a wait of 2.5 s shows "· 2 s" beside its words, hidden from screen readers
+    (the real answers above may come before the first whole second on a quiet machine)."""
+    with checked_page(browser, reading_web) as page:
+        page.clock.install()
+        page.goto("/")
+        expect(page.locator("#collection")).to_be_enabled()
+        page.evaluate("""async () => {
+          const { Wait } = await import('/static/wait.js');
+          const state = document.createElement('p');
+          document.querySelector('#chat').append(state);
+          window.testState = state;
+          new Wait(state).progress({ done: 40, total: 100 });
+        }""")
+        page.clock.run_for(2500)
+        assert page.evaluate("window.testState.textContent") == "Reading the sources… 40 % · 2 s"
+        assert page.evaluate("window.testState.querySelector('.wait-clock').getAttribute('aria-hidden')") == "true"
