@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from assistant.gpu.hardware import MIB, decode_throttle_reasons
 from assistant.gpu.probe import collect_facts, read_nvml
 from assistant.gpu.smi import nvml_gpus, parse_smi_xml
 from assistant.gpu.status import gpu_status, server_status
+from tests.support.loopback import serving
 
 H200_X2 = Path(__file__).resolve().parents[2] / "fixtures" / "gpu" / "h200-x2"
 KEYS = {
@@ -88,12 +88,8 @@ def status_server():
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(Handler) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def test_server_status_reads_api_status(status_server):
