@@ -216,6 +216,8 @@ class _Generation:
         try:
             if p.progress:
                 self._read_prompt(loop)
+                if self.stop_event.is_set():  # stopped while reading: the rest of the prompt is not read either
+                    return
             pieces = self.backend.llm.create_completion(
                 self._tokens,
                 # never past the window (llama-cpp-python would clamp to the padded one, past its own array)
@@ -260,7 +262,7 @@ class _Generation:
         that one token alone, for the logits it samples from, and nothing is read twice."""
         llm = self.backend.llm
         tokens, total = self._tokens, len(self._tokens)
-        kept = common_prefix(llm._input_ids, tokens[:-1])
+        kept = llm.longest_token_prefix(llm._input_ids, tokens[:-1])
         if kept < llm.n_tokens and not llm._ctx.kv_cache_seq_rm(-1, kept, -1):
             llm.reset()  # this model's cache cannot be cut: read it all
             kept = 0
@@ -289,16 +291,6 @@ class _Generation:
         self.stop_event.set()
         if self.thread is None:
             self.ticket.release()
-
-
-def common_prefix(held: Any, tokens: list[int]) -> int:
-    """How many first tokens the model's held ones and a prompt's share."""
-    n = 0
-    for a, b in zip(held, tokens):
-        if a != b:
-            break
-        n += 1
-    return n
 
 
 def gpu_layers(setting: int | None) -> int:
