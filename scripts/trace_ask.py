@@ -14,16 +14,22 @@ had been visited before. `returns_by_calls` counts the same over the frames ente
 so that a stream's coroutines resumed once per token do not count again: the walk of the code, not of the
 tokens.
 
-usage: PYTHONPATH=. .venv/bin/python scripts/trace_ask.py
+`--by-pair` adds where the returns come from: for each transition between two files that lands in a file
+already left, how often it happens (over the frames entered for the first time), and per file the functions
+entered, with how often; the walk to shorten is read there.
+
+usage: PYTHONPATH=. .venv/bin/python scripts/trace_ask.py [--by-pair]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import sys
 import tempfile
 import threading
+from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,6 +60,7 @@ class Walk:
         self.armed = False
         self.files: list[str] = []  # one per recorded call event
         self.fresh: list[bool] = []  # per event: a frame entered for the first time (not a coroutine resumed)
+        self.functions: list[str] = []  # per event: the function's name
         self.frames: set = set()  # the frames seen so far, held so that none is freed and its id reused
         self.threads: set[str] = set()
         self.lock = threading.Lock()
@@ -73,6 +80,7 @@ class Walk:
             with self.lock:
                 self.files.append(str(Path(path).relative_to(REPO)))
                 self.fresh.append(frame not in self.frames)
+                self.functions.append(frame.f_code.co_name)
                 self.frames.add(frame)
                 self.threads.add(threading.current_thread().name)
 
@@ -82,6 +90,23 @@ class Walk:
         return {"files_in_order_of_first_visit": order, "files": len(order), "returns": returns_in(self.files),
                 "returns_by_calls": returns_in(entered), "call_events": len(self.files), "calls": len(entered),
                 "threads": len(self.threads)}
+
+
+    def by_pair(self) -> dict:
+        """Over the frames entered for the first time: the returns by transition, the functions by file."""
+        entered = [(path, name) for path, name, fresh in zip(self.files, self.functions, self.fresh) if fresh]
+        pairs: Counter[str] = Counter()
+        seen, previous = set(), None
+        for path, _ in entered:
+            if path != previous and path in seen:
+                pairs[f"{previous} -> {path}"] += 1
+            seen.add(path)
+            previous = path
+        functions: dict[str, Counter[str]] = {}
+        for path, name in entered:
+            functions.setdefault(path, Counter())[name] += 1
+        return {"returns_by_pair": dict(pairs.most_common()),
+                "functions_by_file": {path: dict(names.most_common()) for path, names in functions.items()}}
 
 
 def returns_in(walk: list[str]) -> int:
@@ -94,7 +119,7 @@ def returns_in(walk: list[str]) -> int:
     return returns
 
 
-async def walk_one_question() -> dict:
+async def walk_one_question(by_pair: bool = False) -> dict:
     from litestar.testing import AsyncTestClient
 
     from assistant.app import create_app
@@ -126,11 +151,13 @@ async def walk_one_question() -> dict:
             sys.setprofile(None)
             threading.setprofile(None)  # type: ignore[arg-type]
             services.store.close()
-    return walk.summary()
+    return walk.summary() | (walk.by_pair() if by_pair else {})
 
 
 def main() -> None:
-    print(json.dumps(asyncio.run(walk_one_question()), indent=1))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--by-pair", action="store_true", help="the returns by transition, the functions by file")
+    print(json.dumps(asyncio.run(walk_one_question(parser.parse_args().by_pair)), indent=1))
 
 
 if __name__ == "__main__":

@@ -34,3 +34,13 @@ def test_the_walk_of_one_question_runs_from_the_route_to_the_stream():
     assert "assistant/backends/echo.py" in order and "assistant/routes/sse.py" in order, "and ends after the stream"
     assert not any(path.startswith("assistant/security/browser_defences") for path in order), "the gates left out"
     assert summary["files"] == len(order) and summary["returns"] < summary["call_events"]
+
+
+def test_by_pair_says_which_transitions_return_and_which_functions_each_file_enters():
+    walk = load().Walk(start_code=None)
+    walk.files = ["a.py", "b.py", "a.py", "b.py", "a.py"]
+    walk.functions = ["ask", "get", "loop", "get", "loop"]
+    walk.fresh = [True, True, True, True, False]  # the last: a coroutine resumed
+    detail = walk.by_pair()
+    assert detail["returns_by_pair"] == {"b.py -> a.py": 1, "a.py -> b.py": 1}
+    assert detail["functions_by_file"] == {"a.py": {"ask": 1, "loop": 1}, "b.py": {"get": 2}}
