@@ -12,7 +12,7 @@ from sqlmodel import SQLModel, create_engine
 from indexes import migrations
 from indexes import models  # noqa: F401  (registers the tables)
 from indexes.lexical.cjk import CJK_DDL
-from indexes.pg import PgDriver, is_postgres, is_postgres_url, make_pg_engine
+from indexes.pg import PgDriver, is_postgres_url, make_pg_engine
 
 SCHEMA_VERSION = 1
 
@@ -60,11 +60,17 @@ def add_missing_columns(conn) -> None:
             conn.execute(text(f'ALTER TABLE "{table.name}" ADD COLUMN "{column.name}" {ddl}'))
 
 
+# The wrapper of each dialect whose DB-API connection is not sqlite3's, by the dialect's name: the lookup
+# costs no call on SQLite's path, which every read of a question takes several times.
+DRIVER_WRAPPERS = {"postgresql": PgDriver}
+
+
 def driver(conn):
     """The DB-API connection under a SQLAlchemy connection, with sqlite3's `execute`/`executemany`
     and placeholders (`?`, `:named`) on either engine."""
     raw = conn.connection.driver_connection
-    return PgDriver(raw) if is_postgres(conn) else raw
+    wrapper = DRIVER_WRAPPERS.get(conn.dialect.name)
+    return raw if wrapper is None else wrapper(raw)
 
 
 def read_rows(engine: Engine, sql: str, params: tuple | dict = ()) -> list[tuple]:

@@ -34,6 +34,8 @@ class BatchingEmbedder:
 
     def __init__(self, embedder: Any, max_batch: int = 64, lanes: int | None = None) -> None:
         self._embedder = embedder
+        if hasattr(embedder, "name"):  # read once: the retriever asks for it per collection of every question
+            self.name = embedder.name
         self.max_batch = max_batch
         self._lanes = lanes
         self._cond = threading.Condition()
