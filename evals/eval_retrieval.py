@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from indexes.retrieval.fusion import ranked
+from indexes.retrieval.ranking import ranked
 from indexes.retrieval.retriever import Retriever
 from indexes.store import DocumentWrite, NewChunk, SourceInfo, Store
 

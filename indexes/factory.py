@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from indexes.retrieval.code_query import PathPrior
+from indexes.retrieval.ranking import PathPrior
 from indexes.embedding.embedder import Embedder
 from indexes.retrieval.retriever import Retriever
 from indexes.retrieval.search_processes import SearchProcesses

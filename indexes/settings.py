@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from indexes.retrieval.code_query import DEFAULT_TEST_PATHS
+from indexes.retrieval.ranking import DEFAULT_TEST_PATHS
 
 
 class EmbedderSettings(BaseModel):

@@ -30,7 +30,7 @@ from typing import Annotated, Any, Callable
 from pydantic import BeforeValidator, Field
 
 from indexes import reading
-from indexes.retrieval.diversity import merge_parts
+from indexes.retrieval.hits import merge_parts
 from indexes.retrieval.filters import SearchFilters, literal_glob
 from indexes.reading import DocumentRef, PassageChunk
 from indexes.retrieval.retriever import Hit, Retriever, snippet_of

@@ -15,7 +15,7 @@ run of cells). So a passage is shown in one of three forms:
 
 from __future__ import annotations
 
-from indexes.retrieval.diversity import merge_parts
+from indexes.retrieval.hits import merge_parts
 from indexes.reading import PassageChunk
 
 MARKDOWN_KINDS = frozenset({"md", "markdown"})

@@ -1,1 +1,2 @@
-"""Hybrid retrieval: the retriever, fusion, filters, reranking, diversity, code questions, search processes."""
+"""Hybrid retrieval: the retriever, the ranking steps (fusion, the code prior, kinds, diversity), filters,
+reranking, what is read from a question, search processes."""

@@ -1,14 +1,12 @@
-"""A retrieved chunk as the answer and the page see it: what both retrievers found (`Candidates`), each
-hit with its scores, ranks and a snippet that starts past the repeated headings, and a place's adjacent
-chunks merged into one hit."""
+"""A retrieved chunk as the answer and the page see it: what both retrievers found (`Candidates`, with each
+candidate's `ChunkMeta`), each hit with its scores, ranks and a snippet that starts past the repeated
+headings, and a place's adjacent chunks (`Place`) merged into one hit, their overlap written once."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
-from indexes.retrieval.code_query import ChunkMeta
-from indexes.retrieval.diversity import Place, merge_texts
 from indexes.location import Located, Location
 from indexes.store import ChunkRecord
 
@@ -133,3 +131,86 @@ def hit_of(rec: ChunkRecord, cands: Candidates, score: float, dr: int | None, lr
         dense_score=None if ds is None else round(ds, 6),
         lexical_score=None if ls is None else round(ls, 6),
     )
+
+
+@dataclass(frozen=True)
+class ChunkMeta:
+    """What a prior or the diversity pass needs of a candidate, read in one query."""
+
+    document_id: int
+    ordinal: int
+    path: str
+    symbol: str
+    line_cited: bool  # the ingester cites it by line numbers (code, plain text), not by heading or page
+
+
+@dataclass
+class Place:
+    """One place in the results: the best chunk and the adjacent chunks of its document merged with it."""
+
+    best: int
+    document_id: int
+    ordinals: dict[int, int] = field(default_factory=dict)  # chunk id -> ordinal
+
+    @property
+    def chunk_ids(self) -> list[int]:
+        """The chunks in document order."""
+        return sorted(self.ordinals, key=self.ordinals.__getitem__)
+
+    def adjacent(self, ordinal: int) -> bool:
+        return ordinal == min(self.ordinals.values()) - 1 or ordinal == max(self.ordinals.values()) + 1
+
+
+@dataclass
+class MergedPart:
+    """Where one text lies in a merged text: `merged[start:end]` is its own text from `skip` on. The
+    `skip` characters before are either shared with the text before it (`shared`: they are
+    `merged[start - skip:start]`) or leading whitespace that was dropped."""
+
+    start: int
+    end: int
+    skip: int
+    shared: bool
+
+
+def merge_parts(texts: list[str]) -> tuple[str, list[MergedPart]]:
+    """Consecutive chunk texts as one, the overlap between neighbours (a shared tail/head) written once,
+    and where each text's part of it lies. Neighbours that share nothing are joined by one line break,
+    the whitespace between them dropped."""
+    out = texts[0] if texts else ""
+    parts = [MergedPart(0, len(out), 0, False)] if texts else []
+    for text in texts[1:]:
+        overlap = _overlap(out, text)
+        if overlap:
+            parts.append(MergedPart(len(out), len(out) + len(text) - overlap, overlap, True))
+            out += text[overlap:]
+            continue
+        out = out.rstrip()
+        for p in parts:
+            p.end = min(p.end, len(out))
+            p.start = min(p.start, p.end)
+        body = text.lstrip()
+        out += "\n"
+        parts.append(MergedPart(len(out), len(out) + len(body), len(text) - len(body), False))
+        out += body
+    return out, parts
+
+
+def merge_texts(texts: list[str]) -> str:
+    """Consecutive chunk texts as one, the overlap between neighbours (a shared tail/head) written once."""
+    return merge_parts(texts)[0]
+
+
+def _overlap(left: str, right: str, longest: int = 4000, shortest: int = 20) -> int:
+    """Length of the longest suffix of left that is a prefix of right (at least `shortest` chars), or 0."""
+    if len(left) < shortest or len(right) < shortest:
+        return 0
+    tail = left[-longest:]
+    head = right[:shortest]
+    start = tail.find(head)
+    while start != -1:
+        n = len(tail) - start
+        if n <= len(right) and right.startswith(tail[start:]):
+            return n
+        start = tail.find(head, start + 1)
+    return 0

@@ -14,16 +14,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from indexes.retrieval.code_query import ChunkMeta, PathPrior, expand_terms
 from indexes.db import read_rows
-from indexes.retrieval.diversity import Place, diverse_places
 from indexes.embedding.embedder import Embedder
 from indexes.retrieval.filters import SearchFilters
-from indexes.retrieval.fusion import linear_mix, ranked, rrf
-from indexes.retrieval.kinds import each_kind_by
-from indexes.retrieval.question_form import question_form
+from indexes.retrieval.question_form import expand_terms, question_form
+from indexes.retrieval.ranking import PathPrior, diverse_places, each_kind_by, linear_mix, ranked, rrf
 from indexes.lexical.fts5 import LexicalResult, Weights, normalise_query, phrase, query_terms
-from indexes.retrieval.hits import Candidates, Hit, hits_in_order, place_hits, snippet_of
+from indexes.retrieval.hits import Candidates, ChunkMeta, Hit, Place, hits_in_order, place_hits, snippet_of
 from indexes.retrieval.search_processes import SearchProcesses
 from indexes.store import ChunkRecord, Store, StoreError
 

@@ -1,6 +1,8 @@
 """Identifiers in questions, and the prior that puts source files before their docs and tests."""
 
-from indexes.retrieval.code_query import ChunkMeta, PathPrior, expand_terms, identifiers, is_code_question
+from indexes.retrieval.hits import ChunkMeta
+from indexes.retrieval.question_form import expand_terms, identifiers, is_code_question
+from indexes.retrieval.ranking import PathPrior
 
 
 def test_identifiers_of_every_style_are_found():
@@ -98,7 +100,7 @@ def test_a_behaviour_question_whose_words_a_page_holds_goes_without_the_source_b
 
 
 def test_quoted_text_is_searched_as_phrases_between_its_punctuation():
-    from indexes.retrieval.code_query import quoted_phrases
+    from indexes.retrieval.question_form import quoted_phrases
 
     q = 'I get "TypeError: \'methods\' should be a list of strings" and “Could not build url for endpoint \'index\'”.'
     assert quoted_phrases(q) == ["should be a list of strings", "could not build url for endpoint"]

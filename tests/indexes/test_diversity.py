@@ -1,7 +1,7 @@
 """Document-diverse top-k: a cap of places per document, adjacent chunks merged into one place."""
 
-from indexes.retrieval.code_query import ChunkMeta
-from indexes.retrieval.diversity import diverse_places, merge_parts, merge_texts
+from indexes.retrieval.hits import ChunkMeta, merge_parts, merge_texts
+from indexes.retrieval.ranking import diverse_places
 
 
 def _meta(spec):

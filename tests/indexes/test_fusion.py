@@ -2,7 +2,7 @@
 
 import pytest
 
-from indexes.retrieval.fusion import linear_mix, normalise, ranked, rrf
+from indexes.retrieval.ranking import linear_mix, normalise, ranked, rrf
 
 
 def test_rrf_sums_reciprocal_ranks():

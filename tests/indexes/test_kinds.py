@@ -1,7 +1,7 @@
 """The best page and the best source file both among the first places of a code collection's results."""
 
-from indexes.retrieval.code_query import ChunkMeta, PathPrior
-from indexes.retrieval.kinds import each_kind_by
+from indexes.retrieval.hits import ChunkMeta
+from indexes.retrieval.ranking import PathPrior, each_kind_by
 
 PRIOR = PathPrior(source=0.3)
 

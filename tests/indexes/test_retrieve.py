@@ -87,7 +87,7 @@ def test_one_document_takes_at_most_its_cap_and_adjacent_chunks_merge(store, emb
 
 
 def test_source_prior_puts_the_defining_file_first(store, embedder):
-    from indexes.retrieval.code_query import PathPrior
+    from indexes.retrieval.ranking import PathPrior
 
     coll = store.ensure_collection("code", embedder.name, embedder.dim)
     docs = {

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from assistant.answers.support import NO_ANSWER, NOT_IN_DOCUMENTS, support
-from indexes.retrieval.diversity import merge_texts
+from indexes.retrieval.hits import merge_texts
 from tests.web.conftest import ask_in_new_chat, served
 from tests.web.test_looks import axe_problems
 

@@ -1,13 +1,14 @@
-"""Questions about code: identifiers matched whole and by their parts, and a prior for source files.
+"""The steps that reorder a question's candidates once both retrievers have scored them, in the order the
+retriever takes them: fusion into one ranking, the prior for source files on questions about code, the best
+of each kind of text among the first places, and document-diverse places.
 
-A question naming `make_response`, `SESSION_COOKIE_NAME` or `FlaskGroup` wants the place that defines
-it. The full-text index splits such names into words (`make`, `response`; `FlaskGroup` stays one
-word), so the BM25 query keeps the whole name (a phrase for snake_case, the word itself for CamelCase)
-and adds its parts, which match the split names in symbols, paths and prose. Text the question
-quotes (a pasted error message) is searched as phrases, each run of words between its punctuation:
-derived error-message questions, report split, hit@1 0.831 -> 0.890 (tune split 0.967 either way).
+Fusion (pure functions, no I/O). Two methods, both measured on SciFact train (see `assistant eval retrieval`):
+- reciprocal-rank fusion: needs ranks only, robust, but ignores how far apart scores are;
+- a linear mix of normalised scores: `w * dense + (1 - w) * lexical` after min-max or z-score
+  normalisation over the candidate pool. It needs both scores for every candidate, which the
+  retriever provides (exact cosine from the stored vectors, BM25 from a second FTS5 lookup).
 
-"Where is … implemented" questions are answered best by source files, yet documentation and tests
+The prior. "Where is … implemented" questions are answered best by source files, yet documentation and tests
 repeat the same names in more words. `PathPrior` adds a measured bonus to the fused score of chunks
 that the ingester cited by line (source code and plain text files) outside test paths, and to chunks
 whose symbol is one of the question's identifiers. The test paths are globs in the settings, not a
@@ -25,113 +26,92 @@ score, so long code chunks full of the same names do not outweigh it; such a que
 source bonus and pages get `page` instead. Derived behaviour questions (tune split of the seven
 packages): hit@1 0.776 -> 0.842 without the page bonus, 0.890 with it; code and error-message
 questions unchanged.
+
+Each kind of text. A question about a codebase is answered by the page that explains a behaviour or by the
+code that does it, and which of the two ranks first is a close call (`PathPrior`). When one kind fills the
+first places, the other kind's best candidate is moved up to the last of them, so a reader (and the model)
+sees both; the first place is never changed. A where-is-it-implemented question is left alone: it asks
+for the symbol's file, not for a page about it (the retriever decides by `question_form`).
+
+Document-diverse top-k: no document takes more than `per_document` places, and the chunks of one
+document that follow each other are merged into one place. Without it one long page that matches a
+question everywhere fills the sources (three sections of the same `.rst` file ahead of the source file the
+question was about), and the model reads the same document three times. Pure functions over chunk ids and
+their `ChunkMeta`.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import re
+import math
 from dataclasses import dataclass, field
 from typing import Callable, Literal
 
-from indexes.lexical.fts5 import identifier_words, query_terms
-from indexes.retrieval.question_form import IMPLEMENTATION_INTENT, question_form
+from indexes.lexical.fts5 import query_terms
+from indexes.retrieval.hits import ChunkMeta, Place
+from indexes.retrieval.question_form import identifiers, is_code_question, question_form, quoted_phrases, words_of
 
-# snake_case / SCREAMING_CASE (an inner underscore), CamelCase / camelCase (a lower-case letter
-# followed by an upper-case one that starts a word: not `mRNA`), dotted names (`app.config`)
-_SNAKE = re.compile(r"\b[A-Za-z_][A-Za-z0-9]*_[A-Za-z0-9_]*[A-Za-z0-9]\b")
-_CAMEL = re.compile(r"\b[A-Za-z][a-z0-9]*[a-z0-9][A-Z][a-z][A-Za-z0-9]*\b")
-_DOTTED = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b")
-_CALL = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\(\)")
-
-def identifiers(query: str) -> list[str]:
-    """Code identifiers named in a question, in order, without repeats."""
-    found: list[str] = []
-    for pattern in (_DOTTED, _SNAKE, _CAMEL, _CALL):
-        for m in pattern.finditer(query):
-            name = m.group(1) if pattern is _CALL else m.group(0)
-            if pattern is _DOTTED and not any(_SNAKE.fullmatch(p) or _CAMEL.fullmatch(p) for p in name.split(".")) \
-                    and not re.search(r"[a-z]\.[a-z_]+\(", query[m.start():m.end() + 1]):
-                continue  # "e.g" or a sentence's full stop, not a dotted name
-            if name not in found:
-                found.append(name)
-    return found
+Normalisation = Literal["minmax", "zscore"]
 
 
-def identifier_parts(names: list[str]) -> list[str]:
-    """The words inside identifiers (`make_response` -> make, response), lower-case, without repeats."""
-    out: list[str] = []
-    for name in names:
-        for w in identifier_words(name).split():
-            if len(w) > 1 and w not in out:
-                out.append(w)
-    return out
+def rrf(rankings: list[list[int]], k: float) -> dict[int, float]:
+    """Reciprocal-rank fusion: sum of 1 / (k + rank) over the rankings an id appears in."""
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, cid in enumerate(ranking, start=1):
+            scores[cid] = scores.get(cid, 0.0) + 1.0 / (k + rank)
+    return scores
 
 
-# Text a question quotes: what the asker pasted (an error message, a log line), to be found as written.
-_QUOTED = re.compile(r"\"([^\"]{8,300})\"|“([^”]{8,300})”|`([^`]{8,300})`")
-_PHRASE_BREAK = re.compile(r"[^\w\s'-]+|'(?=\W|$)|(?<=\W)'")
+def normalise(scores: dict[int, float], method: Normalisation = "minmax") -> dict[int, float]:
+    """Scores mapped onto a common scale: [0, 1] (min-max) or mean 0 / sd 1 (z-score).
+
+    A constant list (one candidate, or all tied) maps to 1.0 (min-max) or 0.0 (z-score): the side
+    then cannot reorder anything, which is the honest outcome.
+    """
+    if not scores:
+        return {}
+    values = list(scores.values())
+    if method == "minmax":
+        lo, hi = min(values), max(values)
+        span = hi - lo
+        return {cid: ((s - lo) / span if span > 0 else 1.0) for cid, s in scores.items()}
+    if method == "zscore":
+        mean = sum(values) / len(values)
+        sd = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+        return {cid: ((s - mean) / sd if sd > 0 else 0.0) for cid, s in scores.items()}
+    raise ValueError(f"unknown normalisation {method!r}: use 'minmax' or 'zscore'")
 
 
-def quoted_phrases(query: str, min_words: int = 3) -> list[str]:
-    """The runs of at least min_words words inside the question's quotes, cut where punctuation
-    stands (`"TypeError: no loader for this environment specified"` -> the message without its
-    exception's name): a pasted message keeps the values it was given, which the code that raises it
-    does not hold, so each run between them is matched as a phrase on its own."""
-    out: list[str] = []
-    for m in _QUOTED.finditer(query):
-        text = next(g for g in m.groups() if g)
-        for run in _PHRASE_BREAK.split(text):
-            words = run.split()
-            if len(words) >= min_words and " ".join(words).lower() not in out:
-                out.append(" ".join(words).lower())
-    return out
+def linear_mix(
+    dense: dict[int, float],
+    lexical: dict[int, float],
+    dense_weight: float,
+    method: Normalisation = "minmax",
+) -> dict[int, float]:
+    """`w * norm(dense) + (1 - w) * norm(lexical)` over the union of candidates.
+
+    Callers should give every candidate a score on both sides; a candidate missing from one side gets
+    that side's minimum (after normalisation), i.e. it is treated as the least relevant there.
+    """
+    if not 0.0 <= dense_weight <= 1.0:
+        raise ValueError("dense_weight must be between 0 and 1")
+    nd, nl = normalise(dense, method), normalise(lexical, method)
+    floor_d = min(nd.values(), default=0.0)
+    floor_l = min(nl.values(), default=0.0)
+    ids = set(nd) | set(nl)
+    return {
+        cid: dense_weight * nd.get(cid, floor_d) + (1.0 - dense_weight) * nl.get(cid, floor_l) for cid in ids
+    }
 
 
-def expand_terms(terms: list[str], query: str) -> list[str]:
-    """BM25 terms with each identifier kept whole and its parts added after the question's own words,
-    and the runs of words it quotes as phrases (before the parts: they are what identifies it)."""
-    names = identifiers(query)
-    phrases = quoted_phrases(query)
-    if not names and not phrases:
-        return terms
-    out = list(terms) + [p for p in phrases if p not in terms]
-    for name in names:  # the whole name: dotted names by their last part, which is what a chunk defines
-        whole = name.rsplit(".", 1)[-1].lower()
-        if whole not in out:
-            out.append(whole)
-    for w in identifier_parts(names):
-        if w not in out:
-            out.append(w)
-    return out[:64]
-
-
-_WORDS = re.compile(r"\w+")
-
-
-def words_of(text: str) -> set[str]:
-    """The lower-case words of a text, identifiers also by their parts (`make_response` -> make, response)."""
-    return set(_WORDS.findall(text.lower())) | set(identifier_words(text).split())
-
-
-def is_code_question(query: str) -> bool:
-    """Whether a question asks about code: it names an identifier or asks where something is implemented."""
-    return bool(identifiers(query)) or IMPLEMENTATION_INTENT.search(query) is not None
+def ranked(scores: dict[int, float]) -> list[int]:
+    """Ids best first; ties broken by id so results are deterministic."""
+    return sorted(scores, key=lambda cid: (-scores[cid], cid))
 
 
 DEFAULT_TEST_PATHS = ("tests/*", "test/*", "*/tests/*", "*/test/*", "test_*", "*/test_*", "*_test.*", "*.test.*",
                       "*.spec.*", "conftest.py", "*/conftest.py")
-
-
-@dataclass(frozen=True)
-class ChunkMeta:
-    """What a prior or the diversity pass needs of a candidate, read in one query."""
-
-    document_id: int
-    ordinal: int
-    path: str
-    symbol: str
-    line_cited: bool  # the ingester cites it by line numbers (code, plain text), not by heading or page
 
 
 @dataclass(frozen=True)
@@ -225,3 +205,68 @@ class PathPrior:
             if self.symbol and names and m.symbol and m.symbol.rsplit(".", 1)[-1].lower() in names:
                 out[cid] += self.symbol
         return out
+
+
+def each_kind_by(order: list[int], meta: dict[int, ChunkMeta], is_source: Callable[[ChunkMeta], bool],
+                 by: int) -> list[int]:
+    """The ranking with the best chunk of a kind (source file or page; tests are neither) moved up to
+    the `by`-th document when the first `by` documents hold none of that kind and a later chunk is of
+    it. `by` < 2 leaves the order as it is."""
+    if by < 2:
+        return order
+    docs: list[int] = []  # documents in order of their best chunk
+    kinds_seen: set[str] = set()
+    cut = len(order)  # index of the by-th document's first chunk
+    for i, cid in enumerate(order):
+        m = meta.get(cid)
+        if m is None or m.document_id in docs:
+            continue
+        docs.append(m.document_id)
+        if len(docs) == by:
+            cut = i
+            break
+        kinds_seen.add(_kind(m, is_source))
+    if len(docs) < by:
+        return order
+    kinds_seen.add(_kind(meta[order[cut]], is_source))
+    for wanted in ("source", "page"):
+        if wanted in kinds_seen:
+            continue
+        later = next((i for i in range(cut + 1, len(order))
+                      if order[i] in meta and _kind(meta[order[i]], is_source) == wanted), None)
+        if later is not None:
+            return order[:cut] + [order[later]] + order[cut:later] + order[later + 1:]
+    return order
+
+
+def _kind(m: ChunkMeta, is_source: Callable[[ChunkMeta], bool]) -> str:
+    if is_source(m):
+        return "source"
+    return "test" if m.line_cited else "page"
+
+
+def diverse_places(order: list[int], meta: dict[int, ChunkMeta], k: int, *, per_document: int = 0,
+                   merge_adjacent: bool = True, max_merged: int = 3) -> list[Place]:
+    """The first k places of a ranking: at most `per_document` places a document (0 = no cap), a
+    chunk next to one already placed merged into that place (it takes no place of its own), up to
+    `max_merged` chunks a place."""
+    places: list[Place] = []
+    by_document: dict[int, list[Place]] = {}
+    for cid in order:
+        m = meta.get(cid)
+        if m is None:
+            continue
+        mine = by_document.setdefault(m.document_id, [])
+        if merge_adjacent:
+            near = next((p for p in mine if len(p.ordinals) < max_merged and p.adjacent(m.ordinal)), None)
+            if near is not None:
+                near.ordinals[cid] = m.ordinal
+                continue
+        if len(places) >= k:
+            continue  # full: only merges into places already taken can follow
+        if per_document and len(mine) >= per_document:
+            continue
+        place = Place(best=cid, document_id=m.document_id, ordinals={cid: m.ordinal})
+        mine.append(place)
+        places.append(place)
+    return places
