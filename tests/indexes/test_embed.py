@@ -57,7 +57,7 @@ def test_the_export_is_cached_and_a_later_process_embeds_questions_without_torch
     import subprocess
     import sys
 
-    from indexes.embedding.onnx_encoder import default_cache_dir
+    from indexes.embedding.embedder import default_cache_dir
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     first = Embedder(dtype="fp32", query_runtime="onnx-int8").embed_queries(QUESTIONS)
@@ -74,7 +74,7 @@ def test_the_export_is_cached_and_a_later_process_embeds_questions_without_torch
 
 
 def test_a_damaged_cache_entry_is_exported_again(tmp_path, monkeypatch):
-    from indexes.embedding.onnx_encoder import default_cache_dir
+    from indexes.embedding.embedder import default_cache_dir
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     good = Embedder(dtype="fp32", query_runtime="onnx").embed_queries(QUESTIONS[:2])

@@ -10,7 +10,7 @@ from pathlib import Path
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "profile_serve.py"
 LOOP = "Thread._bootstrap (threading.py:1002);Thread.run (threading.py:982);Handle._run (asyncio/events.py:80)"
 RAW = "\n".join([
-    f"{LOOP};Retriever._dense (indexes/retrieval/retriever.py:10);OnnxQueryEncoder.encode (indexes/embedding/onnx_encoder.py:5) 30",
+    f"{LOOP};Retriever._dense (indexes/retrieval/retriever.py:10);OnnxQueryEncoder.encode (indexes/embedding/embedder.py:5) 30",
     f"{LOOP};Retriever.search (indexes/retrieval/retriever.py:3);fuse (indexes/retrieval/fusion.py:9) 10",
     f"{LOOP};ask (assistant/routes/ask.py:40);encode (litestar/response/sse.py:121) 10",
     f"{LOOP};_SelectorSocketTransport.write (asyncio/selector_events.py:1057) 50",
