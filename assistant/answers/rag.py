@@ -55,7 +55,7 @@ import anyio
 
 from indexes.retrieval.filters import SearchFilters
 from indexes.reading import DocumentRef
-from indexes.retrieval.retriever import Hit, Retriever
+from indexes.retrieval.retriever import Retriever
 
 from assistant.backends.base import Backend, BackendBusy, BackendError, GenParams, PromptProgress
 from assistant.answers.absent_terms import absent_words, not_in_documents
@@ -68,7 +68,7 @@ from assistant.answers.prompts import Prompt, PromptTooLong, build_prompt, early
 from assistant.answers.events import Done, Event, Failed, Progress, Retrieved, Sources, Token
 from assistant.security.redaction import redact_text
 from assistant.settings import GenerationSettings
-from assistant.answers.source_view import hit_to_source, support_dict
+from assistant.answers.source_view import source_dicts
 
 if TYPE_CHECKING:
     from assistant.settings import Settings
@@ -87,17 +87,6 @@ def error_event(exc: BaseException) -> Failed:
     log.error("answer failed", exc_info=exc)
     # The exception's own text may name server paths or settings: it goes to the log only.
     return Failed("internal error (see the server's log)", "internal_error")
-
-
-def source_dicts(sources: list[Hit], cited: list[int], check: AnswerCheck | None = None) -> list[dict]:
-    """The prompt's sources as shown to clients: the cited ones first (by number), then the others;
-    with each one's `support` when the answer was checked."""
-    best = check.best_supports() if check is not None else {}
-    out = [dict(hit_to_source(h), n=n, cited=n in cited) for n, h in enumerate(sources, start=1)]
-    if check is not None:
-        for s, h in zip(out, sources):
-            s["support"] = support_dict(h, best[s["n"]]) if s["n"] in best else None
-    return sorted(out, key=lambda s: (not s["cited"], s["n"]))
 
 
 def partial_sources(retrieved: list[dict], text: str) -> list[dict]:

@@ -1,11 +1,12 @@
-"""How a retrieved chunk is shown to clients: the source dict of search results and answers, and how
-well an answer's citation of it is supported (the span mapped to the chunk's lines and page)."""
+"""How a retrieved chunk is shown to clients: the source dict of search results and answers, an answer's
+sources in the order clients show them, and how well an answer's citation of each is supported (the span
+mapped to the chunk's lines and page)."""
 
 from __future__ import annotations
 
 from indexes.retrieval.retriever import Hit
 
-from assistant.answers.support import Support
+from assistant.answers.support import AnswerCheck, Support
 
 
 def hit_to_source(hit: Hit) -> dict:
@@ -32,3 +33,14 @@ def support_dict(hit: Hit, support: Support) -> dict:
     if support.contradicted:
         out["contradicted"] = True
     return out
+
+
+def source_dicts(sources: list[Hit], cited: list[int], check: AnswerCheck | None = None) -> list[dict]:
+    """The prompt's sources as shown to clients: the cited ones first (by number), then the others;
+    with each one's `support` when the answer was checked."""
+    best = check.best_supports() if check is not None else {}
+    out = [dict(hit_to_source(h), n=n, cited=n in cited) for n, h in enumerate(sources, start=1)]
+    if check is not None:
+        for s, h in zip(out, sources):
+            s["support"] = support_dict(h, best[s["n"]]) if s["n"] in best else None
+    return sorted(out, key=lambda s: (not s["cited"], s["n"]))
