@@ -228,7 +228,8 @@ class PreparedAnswer:
         first_token_ms: float | None = None
         engine_first_ms: float | None = None  # the backend's own time to its first piece
         try:
-            yield Retrieved(source_dicts(prompt.sources_used, []))
+            retrieved = source_dicts(prompt.sources_used, [])  # nothing cited yet: in prompt order
+            yield Retrieved(retrieved)
             async with aclosing(backend_pieces(self.stream)) as stream:
                 async for piece in stream:
                     if isinstance(piece, PromptProgress):  # asked for (params.progress) by the page's door
@@ -262,7 +263,7 @@ class PreparedAnswer:
         check_ms = (time.perf_counter() - check_started) * 1000
         # A replaced answer cites nothing: its sources are the closest passages, none of them cited.
         cited = [] if check_data["replaced"] else cited_numbers(fields["answer"])
-        yield Sources(source_dicts(prompt.sources_used, cited, check))
+        yield Sources(source_dicts(prompt.sources_used, cited, check, shown=retrieved))
         asked = not isinstance(self.stream, Statement)  # a statement in the model's place read no prompt
         completion_tokens = getattr(self.stream, "completion_tokens", None)
         timings = {

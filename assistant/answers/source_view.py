@@ -35,11 +35,14 @@ def support_dict(hit: Hit, support: Support) -> dict:
     return out
 
 
-def source_dicts(sources: list[Hit], cited: list[int], check: AnswerCheck | None = None) -> list[dict]:
+def source_dicts(sources: list[Hit], cited: list[int], check: AnswerCheck | None = None,
+                 shown: list[dict] | None = None) -> list[dict]:
     """The prompt's sources as shown to clients: the cited ones first (by number), then the others;
-    with each one's `support` when the answer was checked."""
+    with each one's `support` when the answer was checked. `shown`: the dicts of these sources made
+    already, in prompt order (the `retrieved` event's), copied rather than made again."""
     best = check.best_supports() if check is not None else {}
-    out = [dict(hit_to_source(h), n=n, cited=n in cited) for n, h in enumerate(sources, start=1)]
+    made = shown if shown is not None else [hit_to_source(h) for h in sources]
+    out = [dict(source, n=n, cited=n in cited) for n, source in enumerate(made, start=1)]
     if check is not None:
         for s, h in zip(out, sources):
             s["support"] = support_dict(h, best[s["n"]]) if s["n"] in best else None
