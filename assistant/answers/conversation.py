@@ -28,9 +28,8 @@ from dataclasses import dataclass, field
 import anyio
 from sqlalchemy.engine import Engine
 
-from indexes.conversations import add_turn, get_conversation, name_untitled
+from indexes.conversations import add_turn, get_conversation, latest_variants, name_untitled
 from indexes.models import Conversation, Turn
-from indexes.turn_groups import latest_variants
 
 from assistant.backends.base import Backend
 from assistant.answers.followup import Rewrite, standalone_query

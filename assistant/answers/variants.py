@@ -1,6 +1,6 @@
 """Another answer to a conversation's last question: regenerated (the same question asked again) or
 edited and sent again (its own question text). The new turn joins the question's group
-(indexes/turn_groups.py), every answer of which is kept; the history of later questions holds its latest.
+(indexes/conversations.py), every answer of which is kept; the history of later questions holds its latest.
 No HTTP in here: `/api/ask` (`regenerate_of`) and the feedback routes ask these checks.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlalchemy.engine import Engine
 
 from indexes.models import Turn
-from indexes.turn_groups import get_turn, group_of, last_group
+from indexes.conversations import get_turn, group_of, last_group
 
 
 class UnknownTurn(LookupError):

@@ -13,10 +13,9 @@ import asyncio
 from rich.console import Console
 from rich.text import Text
 
-from indexes.conversations import create_conversation
+from indexes.conversations import create_conversation, latest_variants
 from indexes.store import Store
 from indexes.terminal_text import terminal_safe
-from indexes.turn_groups import latest_variants
 
 from assistant.backends.registry import backend_names
 from assistant.answers.ask import AskError, Question
