@@ -12,7 +12,7 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from assistant.answers.conversation import history_for
-from assistant.answers.followup import fallback_query
+from assistant.answers.conversation import fallback_query
 from assistant.app import create_app
 from indexes.apikeys import create_key
 from indexes.conversations import list_turns

@@ -18,7 +18,7 @@ from litestar.testing import AsyncTestClient
 
 from assistant.app import create_app
 from assistant.backends.factory import create_backend
-from assistant.answers.followup import checked_rewrite, content_words, fallback_query, standalone_query, use_model
+from assistant.answers.conversation import checked_rewrite, content_words, fallback_query, standalone_query, use_model
 from assistant.services import Services
 from indexes.conversations import add_turn, create_conversation, list_turns
 from indexes.store import Store
