@@ -16,7 +16,6 @@ from typing import Any, AsyncIterator, Callable, Iterable, Protocol
 
 import anyio
 
-from indexes.conversations import conversation_dict
 from indexes.reading import DocumentRef
 from indexes.retrieval.filters import SearchFilters
 from indexes.retrieval.retriever import Retriever
@@ -283,7 +282,7 @@ class Asking:
             raise AskError(exc.code, str(exc)) from None
         if not identity.owns(turn.conversation.owner_key):
             raise AskError("forbidden", "this conversation belongs to another key")
-        allowed(identity, conversation_dict(turn.conversation)["collections"])
+        allowed(identity, turn.collections)
         return turn
 
     def _document(self, identity: Identity, question: Question, collections: list[str]) -> DocumentRef | None:

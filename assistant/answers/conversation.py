@@ -175,7 +175,7 @@ class ConversationTurn:
             turn = await anyio.to_thread.run_sync(lambda: record_turn(
                 self.engine, self.conversation_id, question=self.question, query=query, answer=done.answer,
                 sources=self.sources, variant_of=self.variant_of, check=done.check,
-                model_answer=done.get("model_answer"),
+                model_answer=done.extra.get("model_answer"),
             ))
         except UnknownConversation as exc:
             return Failed(f"{exc}: it was deleted during the answer", "conversation_not_found")

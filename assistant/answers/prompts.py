@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Protocol
 
 from indexes.location import Location
@@ -130,6 +131,13 @@ def source_block(n: int, hit: Hit, text: str | None = None) -> str:
     return CONTEXT_TAG.sub(lambda m: m[0].replace("<", "‹"), block)  # a document cannot close the block
 
 
+@lru_cache(maxsize=256)
+def reminder(question: str) -> str:
+    """The reminder closing a chat prompt, in the question's language: a prompt is rendered several times
+    while it is fitted to the window, and the question's language is read once."""
+    return REMINDER[language_of(question)]
+
+
 def render(style: str, blocks: list[str], history: list[Message], question: str) -> list[Message]:
     """The messages for these source blocks, history and question (pure; the prefix never varies)."""
     sources = "<sources>\n" + ("\n\n".join(blocks) if blocks else NO_SOURCES) + "\n</sources>"
@@ -144,7 +152,7 @@ def render(style: str, blocks: list[str], history: list[Message], question: str)
         return [Message(role="user", content=text)]
     # The sources go in the last message, right before the question: the system prompt stays the same
     # bytes for every question and a small model reads the question next to what answers it.
-    ask = f"{sources}\n\nQuestion: {question}\n\n{REMINDER[language_of(question)]}"
+    ask = f"{sources}\n\nQuestion: {question}\n\n{reminder(question)}"
     return [Message(role="system", content=SYSTEM_PROMPT), *EXAMPLE, *history, Message(role="user", content=ask)]
 
 
