@@ -23,12 +23,13 @@ def support_dict(hit: Hit, support: Support) -> dict:
     The span's lines are the chunk's first line plus the line breaks of its text before each end
     (kept within the chunk's range); None when the chunk has no line range or there is no span.
     """
+    place = hit.location
     span: dict = {"char_start": support.char_start, "char_end": support.char_end,
-                  "line_start": None, "line_end": None, "page": hit.page}
-    if support.char_start >= 0 and hit.line_start is not None:
-        last_line = hit.line_end if hit.line_end is not None else hit.line_start + hit.text.count("\n")
-        span["line_start"] = min(hit.line_start + hit.text.count("\n", 0, support.char_start), last_line)
-        span["line_end"] = min(hit.line_start + hit.text.count("\n", 0, support.char_end), last_line)
+                  "line_start": None, "line_end": None, "page": place.page}
+    if support.char_start >= 0 and place.line_start is not None:
+        last_line = place.line_end if place.line_end is not None else place.line_start + hit.text.count("\n")
+        span["line_start"] = min(place.line_start + hit.text.count("\n", 0, support.char_start), last_line)
+        span["line_end"] = min(place.line_start + hit.text.count("\n", 0, support.char_end), last_line)
     out = {"score": support.score, "supported": support.supported, "span": span}
     if support.contradicted:
         out["contradicted"] = True
