@@ -43,19 +43,37 @@ class Gate:
 
 
 class _GatedStream:
-    """A backend's token stream that gives its place in the gate back once finished, failed or closed."""
+    """A backend's token stream that gives its place in the gate back once finished, failed or closed.
+
+    A reader's `async for` takes the pieces from one generator (`__aiter__`), resumed at each piece rather
+    than called for each: the answer's loop passes here once, not once a token."""
 
     def __init__(self, inner: Any, gate: Gate) -> None:
         self._inner = inner
         self._gate: Gate | None = gate
+        self._reader: Any = None
 
     def _release(self) -> None:
         gate, self._gate = self._gate, None
         if gate is not None:
             gate.leave()
 
-    def __aiter__(self) -> "_GatedStream":
-        return self
+    def __aiter__(self) -> AsyncIterator[Any]:
+        if self._reader is None:
+            self._reader = self._pieces()
+        return self._reader
+
+    async def _pieces(self) -> AsyncIterator[Any]:
+        while True:
+            try:
+                piece = await self._inner.__anext__()
+            except StopAsyncIteration:
+                self._release()
+                return
+            except BaseException:
+                self._release()
+                raise
+            yield piece
 
     async def __anext__(self) -> Any:
         try:
@@ -66,6 +84,9 @@ class _GatedStream:
 
     async def aclose(self) -> None:
         try:
+            reader, self._reader = self._reader, None
+            if reader is not None and not reader.ag_running:
+                await reader.aclose()  # a reader left between pieces closed now, not by the collector
             close = getattr(self._inner, "aclose", None)
             if close is not None:
                 await close()
