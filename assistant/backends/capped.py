@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from typing import Any, AsyncIterator, Iterator
+from functools import partial
+from typing import Any, AsyncIterator, Callable, Iterator
 
 from assistant.backends.base import BackendBusy
 
@@ -100,25 +101,26 @@ class _GatedStream:
         self._release()
 
 
-class CappedBackend:
-    """Any backend, with at most `gate.limit` answers streaming at once (429 + Retry-After beyond)."""
-
-    def __init__(self, backend: Any, gate: Gate) -> None:
-        self._backend = backend
-        self.answer_gate = gate
-
-    def stream(self, messages: Any, params: Any) -> AsyncIterator[str]:
-        self.answer_gate.enter()
-        try:
-            inner = self._backend.stream(messages, params)
-        except BaseException:
-            self.answer_gate.leave()
-            raise
-        return _GatedStream(inner, self.answer_gate)  # type: ignore[return-value]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._backend, name)
+def gated_stream(stream: Callable[[Any, Any], Any], gate: Gate, messages: Any, params: Any) -> AsyncIterator[str]:
+    """What `stream` opens, with a place in `gate` taken first and given back when the stream ends."""
+    gate.enter()
+    try:
+        inner = stream(messages, params)
+    except BaseException:
+        gate.leave()
+        raise
+    return _GatedStream(inner, gate)  # type: ignore[return-value]
 
 
 def capped(backend: Any, limit: int) -> Any:
-    return None if backend is None else CappedBackend(backend, Gate(limit, "answers"))
+    """The backend itself with at most `limit` answers streaming at once (429 + Retry-After beyond): its
+    `stream` gated in place, every other attribute (the model, its context window, its counts) read from
+    the backend with no wrapper between, on every question's path. Capped again (services assembled anew
+    around the same backend), the new gate replaces the old one rather than adding to it."""
+    if backend is None:
+        return None
+    stream = getattr(backend, "ungated_stream", None) or backend.stream
+    backend.ungated_stream = stream
+    backend.answer_gate = Gate(limit, "answers")
+    backend.stream = partial(gated_stream, stream, backend.answer_gate)
+    return backend

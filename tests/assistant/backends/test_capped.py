@@ -81,5 +81,19 @@ async def test_a_stream_dropped_unread_gives_its_place_back():
     assert backend.answer_gate.held == 0
 
 
+async def test_the_backend_itself_is_capped_and_capped_again_gets_a_new_gate_not_a_second_one():
+    echo = EchoBackend(context_window=1234)
+    backend = capped(echo, 1)
+    assert backend is echo and backend.context_window == 1234, "no wrapper between the path and the backend"
+    again = capped(echo, 2)
+    first, second = again.stream(MESSAGES, GenParams()), again.stream(MESSAGES, GenParams())
+    assert again.answer_gate.limit == 2 and again.answer_gate.held == 2, "one gate, the new one"
+    with pytest.raises(BackendBusy):
+        again.stream(MESSAGES, GenParams())
+    await first.aclose()
+    await second.aclose()
+    assert again.answer_gate.held == 0
+
+
 def test_no_backend_stays_none():
     assert capped(None, 4) is None
