@@ -4,17 +4,15 @@ mapped to the chunk's lines and page)."""
 
 from __future__ import annotations
 
+from indexes.location import flat_dicts
 from indexes.retrieval.retriever import Hit
 
 from assistant.answers.support import AnswerCheck, Support
 
 
-def hit_to_source(hit: Hit) -> dict:
-    """A Hit without its full text, plus a URL the UI can open to read the chunk."""
-    data = hit.to_dict()
-    data.pop("text", None)
-    data["url"] = f"/api/chunks/{hit.chunk_id}"
-    return data
+def hit_sources(hits: list[Hit]) -> list[dict]:
+    """Hits without their full text, each with a URL the UI can open to read the chunk."""
+    return [dict(data, url=f"/api/chunks/{data['chunk_id']}") for data in flat_dicts(hits, leave_out="text")]
 
 
 def support_dict(hit: Hit, support: Support) -> dict:
@@ -42,7 +40,7 @@ def source_dicts(sources: list[Hit], cited: list[int], check: AnswerCheck | None
     with each one's `support` when the answer was checked. `shown`: the dicts of these sources made
     already, in prompt order (the `retrieved` event's), copied rather than made again."""
     best = check.best_supports() if check is not None else {}
-    made = shown if shown is not None else [hit_to_source(h) for h in sources]
+    made = shown if shown is not None else hit_sources(sources)
     out = [dict(source, n=n, cited=n in cited) for n, source in enumerate(made, start=1)]
     if check is not None:
         for s, h in zip(out, sources):

@@ -16,7 +16,7 @@ from indexes.location import Location
 from indexes.terminal_text import terminal_safe
 
 from assistant.answers.ask import AskError, Question
-from assistant.answers.source_view import hit_to_source
+from assistant.answers.source_view import hit_sources
 from assistant.backends.registry import backend_names
 from assistant.security.access import LOCAL_USER
 from assistant.services import Services
@@ -79,7 +79,7 @@ def run_search(args: argparse.Namespace, settings: Settings) -> int:
                                           per_document=1 if args.files else None)
         # which model embedded each hit's collection (and this query for it): collections differ
         embedders = {name: services.store.require_collection(name).embedder for name in args.collection}
-        hits = [{**hit_to_source(h), "embedder": embedders.get(h.collection, "")} for h in found]
+        hits = [{**s, "embedder": embedders.get(s["collection"], "")} for s in hit_sources(found)]
     finally:
         services.store.close()
     if args.json:

@@ -15,7 +15,7 @@ from indexes.retrieval.filters import SearchFilters
 from assistant.security.access import Identity, scoped
 from assistant.routes.deps import require_collection
 from assistant.services import Services
-from assistant.answers.source_view import hit_to_source
+from assistant.answers.source_view import hit_sources
 
 
 @get("/api/search", tags=["search"], opt=scoped("read"))
@@ -49,7 +49,7 @@ async def search(
     search = functools.partial(services.retriever.search, q, collection, k, filters=filters, per_document=per_document)
     with services.search_gate.hold():  # BackendBusy beyond the cap: 429 + Retry-After
         hits = await to_thread.run_sync(search)
-    return {"query": q, "collections": collection, "group": group, "hits": [hit_to_source(h) for h in hits]}
+    return {"query": q, "collections": collection, "group": group, "hits": hit_sources(hits)}
 
 
 MAX_VALUES = 32
