@@ -86,8 +86,10 @@ class AskRequest(BaseModel):
 
 def checked_filters(filters: Filters | None) -> SearchFilters | None:
     """The filters as retrieval takes them; a date that cannot be read is a 400, not a failed answer."""
+    if filters is None:
+        return None
     try:
-        return SearchFilters.coerce(filters.model_dump() if filters else None)
+        return SearchFilters.coerce(filters.model_dump())
     except (ValueError, TypeError, OverflowError) as exc:
         raise ValidationException(f"bad filter: {exc}") from None
 

@@ -148,7 +148,7 @@ class Retriever:
         """The top n of each retriever, inside the filters, with both scores for every candidate
         (and, `with_meta`, what the prior and the diversity pass need of each, read on the way)."""
         colls = self.collections(collections)
-        flt = SearchFilters.coerce(filters)
+        flt = None if filters is None else SearchFilters.coerce(filters)  # most questions have none
         query = normalise_query(query)
         out = Candidates(query=query)
         if not query or n <= 0:
