@@ -11,6 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Union
 
+# A plain event's wire form is its fields as they are (read-only), read with no call of ours (`vars`): a
+# token's passes here for every piece of every answer.
+FIELDS = property(vars, doc="the event's fields, as its wire form")
+
 
 @dataclass(frozen=True)
 class Retrieved:
@@ -19,9 +23,7 @@ class Retrieved:
     sources: list[dict]
     type: ClassVar[str] = "retrieved"
 
-    @property
-    def data(self) -> dict:
-        return {"sources": self.sources}
+    data = FIELDS
 
 
 @dataclass(frozen=True)
@@ -35,9 +37,7 @@ class Progress:
     cached: int = 0
     type: ClassVar[str] = "progress"
 
-    @property
-    def data(self) -> dict:
-        return {"done": self.done, "total": self.total, "cached": self.cached}
+    data = FIELDS
 
 
 @dataclass(frozen=True)
@@ -47,9 +47,7 @@ class Token:
     text: str
     type: ClassVar[str] = "token"
 
-    @property
-    def data(self) -> dict:
-        return {"text": self.text}
+    data = FIELDS
 
 
 @dataclass(frozen=True)
@@ -59,9 +57,7 @@ class Sources:
     sources: list[dict]
     type: ClassVar[str] = "sources"
 
-    @property
-    def data(self) -> dict:
-        return {"sources": self.sources}
+    data = FIELDS
 
 
 @dataclass(frozen=True)
