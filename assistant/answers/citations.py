@@ -7,6 +7,7 @@ such numbers as the text arrives, so every [n] a user sees names a source that w
 from __future__ import annotations
 
 import re
+from typing import Callable, Generator
 
 MARKER = re.compile(r"\[\s*(\d{1,6}(?:\s*,\s*\d{1,6})*)\s*\]")
 # A marker that may still be completed by the next piece: "[", "[1", "[1, 2" at the very end.
@@ -31,22 +32,35 @@ class CitationFilter:
     """Fed the answer piece by piece; returns the text to show, with citations of unknown sources removed.
 
     Only a possibly incomplete marker at the end of the text seen so far ("... [1") is held back until
-    the next piece (or `flush`) decides it. `cited` lists the valid numbers seen, in order.
+    the next piece (or `flush`) decides it. `cited` lists the valid numbers seen, in order. The pieces pass
+    through one generator (`feeder()` gives its `send`): an answer's stream resumes it once a piece rather
+    than making a call for each.
     """
 
     def __init__(self, n_sources: int) -> None:
         self.n_sources = n_sources
         self.cited: list[int] = []
         self._held = ""
+        self._shown = self._showing()
+        next(self._shown)
+
+    def _showing(self) -> Generator[str, str, None]:
+        shown = ""
+        while True:
+            text = self._held + (yield shown)
+            m = PARTIAL.search(text)
+            if m and len(text) - m.start() <= MAX_PARTIAL:
+                self._held, text = text[m.start() :], text[: m.start()]
+            else:
+                self._held = ""
+            shown = MARKER.sub(self._replace, text) if "[" in text else text
+
+    def feeder(self) -> Callable[[str], str]:
+        """`feed`, as the generator's own `send`."""
+        return self._shown.send
 
     def feed(self, piece: str) -> str:
-        text = self._held + piece
-        m = PARTIAL.search(text)
-        if m and len(text) - m.start() <= MAX_PARTIAL:
-            self._held, text = text[m.start() :], text[: m.start()]
-        else:
-            self._held = ""
-        return self._clean(text)
+        return self._shown.send(piece)
 
     def flush(self) -> str:
         """The held-back tail at the end of the answer (an unfinished marker is plain text)."""

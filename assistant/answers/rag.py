@@ -224,6 +224,7 @@ class PreparedAnswer:
             self.early_count_ms = (time.perf_counter() - counting) * 1000
         prompt = self.prompt
         citations = CitationFilter(len(prompt.sources_used))
+        shown = citations.feeder()  # resumed once a piece, not a call per piece
         pieces: list[str] = []
         first_token_ms: float | None = None
         engine_first_ms: float | None = None  # the backend's own time to its first piece
@@ -237,7 +238,7 @@ class PreparedAnswer:
                         continue
                     if engine_first_ms is None and piece:
                         engine_first_ms = (time.perf_counter() - self.sent) * 1000
-                    text = citations.feed(piece)
+                    text = shown(piece)
                     if text:
                         if first_token_ms is None:
                             first_token_ms = self._ms()
