@@ -15,16 +15,16 @@ CJK_DDL = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS chunk_cjk USING fts5(body, collection_id UNINDEXED, tokenize='trigram')"
 )
 # Han, Hiragana, Katakana, Hangul (syllables and jamo), CJK punctuation-free runs
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]+")
+CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]+")
 MAX_TRIGRAMS = 48
 
 
 def has_cjk(text: str) -> bool:
-    return _CJK_RUN.search(text) is not None
+    return CJK_RUN.search(text) is not None
 
 
 def cjk_runs(text: str) -> list[str]:
-    return _CJK_RUN.findall(text)
+    return CJK_RUN.findall(text)
 
 
 def row(chunk_id: int, title: str, headings: str, body: str, collection_id: int) -> tuple | None:

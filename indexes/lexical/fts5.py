@@ -265,7 +265,8 @@ class Lexical:
                 params.update(sub_params)
             sql = f"SELECT rowid, -{weights.bm25()} AS score FROM chunk_fts WHERE {where} ORDER BY score DESC LIMIT :n"
             rows = conn.connection.driver_connection.execute(sql, params).fetchall()
-            cjk_hits = cjk.search(conn, collection_ids, terms, read)
+            # The trigram table only for a query with CJK text: a Latin one skips it (no grams to match).
+            cjk_hits = cjk.search(conn, collection_ids, terms, read) if any(map(cjk.CJK_RUN.search, terms)) else []
         ranked = rows  # (rowid, score) tuples of int and float already: up to `budget` rows, no copy
         if cjk_hits:  # CJK words matched by trigrams (indexes/lexical/cjk.py): their scores add to BM25's
             merged = dict(ranked)
