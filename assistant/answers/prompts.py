@@ -93,6 +93,12 @@ class Prompt:
     truncated: bool = False  # the last source was cut to fit
     history_used: int = 0  # history messages kept (the most recent ones)
     counted: bool = True  # false: an early prompt (early_prompt), to be counted beside its answer
+    # Per source number, its text and its place (`sources_shown`): what the citation check scores the answer
+    # against, made with the prompt in the worker thread that builds it, not again once the answer is in.
+    shown: tuple[dict[int, str], dict[int, str]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.shown = sources_shown(self.sources_used)
 
 
 def prompt_location(path: str, where: Location) -> str:

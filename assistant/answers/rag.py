@@ -64,7 +64,7 @@ from assistant.answers.citations import CitationFilter, cited_numbers
 from assistant.answers.document_question import document_prompt
 from assistant.answers.support import NO_ANSWER, NOT_IN_DOCUMENTS, AnswerCheck, attribute, check_answer, language_of
 from assistant.answers.early_send import END, Started, counted_beside
-from assistant.answers.prompts import Prompt, PromptTooLong, build_prompt, early_prompt, sources_shown
+from assistant.answers.prompts import Prompt, PromptTooLong, build_prompt, early_prompt
 from assistant.answers.events import Done, Event, Failed, Progress, Retrieved, Sources, Token
 from assistant.security.redaction import redact_text
 from assistant.settings import GenerationSettings
@@ -241,7 +241,7 @@ class PreparedAnswer:
                     text = shown(piece)
                     if text:
                         if first_token_ms is None:
-                            first_token_ms = self._ms()
+                            first_token_ms = (time.perf_counter() - self.started) * 1000
                         pieces.append(text)
                         yield Token(text)
             tail = citations.flush()
@@ -256,7 +256,7 @@ class PreparedAnswer:
         text = "".join(pieces).strip()
         check_started = time.perf_counter()
         try:
-            check, check_data, fields = checked_answer(self.question, text, *sources_shown(prompt.sources_used),
+            check, check_data, fields = checked_answer(self.question, text, *prompt.shown,
                                                        self.replace_unsupported)
         except Exception as exc:
             yield error_event(exc)
@@ -274,7 +274,7 @@ class PreparedAnswer:
             "first_token_ms": round(first_token_ms, 1) if first_token_ms is not None else None,
             "backend_first_token_ms": round(engine_first_ms, 1) if engine_first_ms is not None else None,
             "check_ms": round(check_ms, 1),
-            "total_ms": round(self._ms(), 1),
+            "total_ms": round((time.perf_counter() - self.started) * 1000, 1),
         }
         extra = dict(self.extra)
         if self.absent.words:
@@ -292,9 +292,6 @@ class PreparedAnswer:
         close = getattr(self.stream, "aclose", None)
         if close is not None:
             await close()
-
-    def _ms(self) -> float:
-        return (time.perf_counter() - self.started) * 1000
 
 
 async def backend_pieces(stream: Any) -> AsyncIterator[Any]:
@@ -360,7 +357,7 @@ async def prepare(
 
         def checked(prompt: Prompt) -> Prompt:
             if policy.absent_words:
-                texts, places = sources_shown(prompt.sources_used)
+                texts, places = prompt.shown
                 absent.words = absent_words(query or question, [*texts.values(), *places.values()],
                                             lambda words, share: retriever.term_counts(words, collections, share))
             return prompt
