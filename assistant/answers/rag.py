@@ -165,7 +165,7 @@ def checked_answer(question: str, text: str, texts: dict[int, str], places: dict
     the model's text). An empty answer is replaced by NO_ANSWER whatever `replace` says: there is nothing
     of the model's to show."""
     attributed = attribute(text, texts, places)
-    check = check_answer(attributed.answer, texts, places, question)
+    check = check_answer(attributed.answer, texts, places, question, attributed.sentences)
     empty = not text
     replaced = empty or (replace and (check.unsupported or bool(check.unknown_names) or check.no_quantity)
                                  and not check.abstained)

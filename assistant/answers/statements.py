@@ -7,7 +7,7 @@ import re
 import unicodedata
 
 from assistant.answers.citations import MARKER
-from assistant.answers.text_units import LIST_ITEM, split_sentences, units
+from assistant.answers.text_units import LIST_ITEM, Sentence, split_sentences, units
 
 MIN_CLAIM_UNITS = 2
 
@@ -61,10 +61,10 @@ def _abstains(sentence: str) -> bool:
     return bool(ABSTAIN_EN.search(text) or ABSTAIN_ZH.search(text))
 
 
-def abstained(answer: str) -> bool:
+def abstained(answer: str, sentences: list[Sentence] | None = None) -> bool:
     """Whether the answer says the documents do not hold its answer: its first sentence says so, or
-    some sentence says so and no other sentence states anything."""
-    sentences = split_sentences(answer)
+    some sentence says so and no other sentence states anything (`sentences`: the answer's, split already)."""
+    sentences = split_sentences(answer) if sentences is None else sentences
     if not sentences:
         return False
     flags = [_abstains(s.text) for s in sentences]

@@ -232,7 +232,7 @@ def contradicts(claim: str, source_text: str, segs: tuple[tuple[int, int], ...],
 
 
 def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | None = None,
-                 question: str = "") -> AnswerCheck:
+                 question: str = "", sentences: list[Sentence] | None = None) -> AnswerCheck:
     """Every sentence of answer checked against the sources it cites (number -> source text, and the
     place the prompt showed it under).
 
@@ -244,7 +244,8 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
     checks: list[SentenceCheck] = []
     citations = supported_citations = 0
     any_supported = False
-    for sentence in split_sentences(answer):
+    sentences = split_sentences(answer) if sentences is None else sentences  # given: split already (attribute)
+    for sentence in sentences:
         claim = is_claim(sentence.text)
         supports: dict[int, Support] = {}
         for n in sentence.cited:
@@ -261,7 +262,7 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
             )
         checks.append(SentenceCheck(sentence, claim, supports, ok))
     claims = [c for c in checks if c.claim]
-    said = abstained(answer)
+    said = abstained(answer, sentences)
     cited = {n for c in claims for n in c.sentence.cited}
     return AnswerCheck(
         sentences=checks,
@@ -362,6 +363,7 @@ class Attribution:
 
     answer: str  # the answer with markers added or corrected
     changes: list[dict]  # per changed sentence: {"start", "end", "was", "now"} (offsets into `answer`)
+    sentences: list[Sentence] | None = None  # `answer`'s sentences when nothing changed: the check splits it once
 
 
 def _set_markers(text: str, numbers: list[int]) -> str:
@@ -387,7 +389,8 @@ def attribute(answer: str, sources: dict[int, str], places: dict[int, str] | Non
     out: list[str] = []
     changes: list[dict] = []
     at = 0
-    for sentence in split_sentences(answer):
+    sentences = split_sentences(answer)
+    for sentence in sentences:
         if not is_claim(sentence.text):
             continue
         scores = {n: support(sentence.text, text, places.get(n, "")) for n, text in sources.items() if text}  # each source once
@@ -403,6 +406,6 @@ def attribute(answer: str, sources: dict[int, str], places: dict[int, str] | Non
         changes.append({"start": start, "end": start + len(fixed), "was": list(sentence.cited), "now": [best[2]]})
         at = sentence.end
     out.append(answer[at:])
-    return Attribution("".join(out), changes)
+    return Attribution("".join(out), changes, None if changes else sentences)
 
 
