@@ -26,6 +26,7 @@ codebase; which kind of text then ranks first still depends on how well each mat
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Literal
 
 from indexes.lexical.fts5 import identifier_words
@@ -56,9 +57,11 @@ def sentences_of(question: str) -> list[str]:
     return [s.strip() for s in _SENTENCES.split(question) if s.strip()]
 
 
+@lru_cache(maxsize=256)
 def question_form(question: str) -> Form:
     """The form of a question: implementation when it asks where something lives, else usage when one
-    of its sentences opens with the asker acting, else behaviour."""
+    of its sentences opens with the asker acting, else behaviour. Read once per question: the source
+    bonus and the reordering by kind both ask."""
     if IMPLEMENTATION_INTENT.search(question):
         return "implementation"
     if any(_USAGE.match(s) for s in sentences_of(question)):

@@ -20,7 +20,7 @@ from indexes.retrieval.filters import SearchFilters
 from indexes.retrieval.question_form import expand_terms, question_form
 from indexes.retrieval.ranking import PathPrior, diverse_places, each_kind_by, linear_mix, ranked, rrf
 from indexes.lexical.fts5 import LexicalResult, Weights, normalise_query, phrase, query_terms
-from indexes.retrieval.hits import Candidates, ChunkMeta, Hit, Place, hits_in_order, place_hits, snippet_of
+from indexes.retrieval.hits import Candidates, ChunkMeta, Hit, hits_in_order, place_hits, snippet_of
 from indexes.retrieval.search_processes import SearchProcesses
 from indexes.store import ChunkRecord, Store, StoreError
 
@@ -325,24 +325,15 @@ class Retriever:
             places = diverse_places(order, meta, k, per_document=cap, merge_adjacent=self.merge_adjacent)
             wanted = [cid for p in places for cid in p.chunk_ids if cid not in records]
             records.update(self.store.chunk_records(wanted))
-            return self.place_hits(cands, places, records, scores)
+            return place_hits(cands, places, records, scores)  # one hit per place (hits.py)
         order = order[:k]
         missing = [cid for cid in order if cid not in records]
         if missing:
             records.update(self.store.chunk_records(missing))
-        return self.hits(cands, order, records, scores)
+        return hits_in_order(cands, order, records, scores)
 
     def texts(self, chunk_ids: list[int]) -> dict[int, str]:
         return {cid: rec.text for cid, rec in self.store.chunk_records(chunk_ids).items()}
-
-    def place_hits(self, cands: Candidates, places: list[Place], records: dict[int, ChunkRecord],
-                   scores: dict[int, float]) -> list[Hit]:
-        """One hit per place (indexes/retrieval/hits.py)."""
-        return place_hits(cands, places, records, scores)
-
-    def hits(self, cands: Candidates, order: list[int], records: dict[int, ChunkRecord], scores: dict[int, float]) -> list[Hit]:
-        """Hits in this order."""
-        return hits_in_order(cands, order, records, scores)
 
     def chunk_meta(self, chunk_ids: list[int]) -> dict[int, ChunkMeta]:
         """Document, position, path, symbol and citation style of candidates, in one read."""
