@@ -115,6 +115,9 @@ class ConversationTurn:
     retrieved: list[dict] = field(default_factory=list)
     streamed: list[str] = field(default_factory=list)  # the `token` texts so far
     variant_of: int | None = None  # the group this turn answers again (its first turn), else None
+    # The collections the conversation was started with (the default scope of its questions), read once.
+    collections: list[str] = field(default_factory=list)
+    conversation_id: int = 0  # the stored conversation's id (`conversation.id`)
 
     @classmethod
     def open(
@@ -124,17 +127,8 @@ class ConversationTurn:
         conv = require_conversation(engine, conversation_id)
         group = None if regenerate_of is None else replaced_group(engine, conversation_id, regenerate_of)
         history = history_for(engine, conversation_id, turns=history_turns, without_group=group)
-        return cls(engine, conv, history, variant_of=group)
-
-    @property
-    def conversation_id(self) -> int:
-        assert self.conversation.id is not None
-        return self.conversation.id
-
-    @property
-    def collections(self) -> list[str]:
-        """The collections the conversation was started with (the default scope of its questions)."""
-        return collections_of(self.conversation)
+        return cls(engine, conv, history, variant_of=group, collections=collections_of(conv),
+                   conversation_id=conversation_id)
 
     async def standalone_query(self, backend: Backend, question: str, settings: ConversationSettings) -> str:
         """The search query for question: itself on the first turn, else a rewrite (`standalone_query` below)."""
