@@ -125,10 +125,11 @@ class PathPrior:
     symbol: float = 0.0  # a chunk whose symbol is one of the question's identifiers
     test_paths: tuple[str, ...] = field(default=DEFAULT_TEST_PATHS)
     scope: Literal["all", "code-questions", "by-form"] = "by-form"  # which questions the source bonus applies to
+    # Whether any bonus is on: decided once, read by every search (several times each).
+    active: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def active(self) -> bool:
-        return bool(self.source or self.symbol)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "active", bool(self.source or self.symbol))
 
     def bonuses(self, query: str, doc_words: float, code_words: float,
                 cover: Callable[[], tuple[float, float]] | None = None) -> tuple[float, float]:
