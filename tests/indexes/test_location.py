@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pickle
 
-from indexes.location import FIELDS, Location, columns
+from indexes.location import FIELDS, Location, columns, flat_dicts
 from indexes.reading import PassageChunk
 from indexes.records import NewChunk
 from indexes.retrieval.retriever import Hit
@@ -56,3 +56,13 @@ def test_hit_and_passage_dicts_keep_their_flat_keys_in_order():
     part = PassageChunk(7, 3, "body", PLACE).to_dict()
     assert part == {"chunk_id": 7, "ordinal": 3, "text": "body", **PLACE.to_dict()}
     assert list(part) == ["chunk_id", "ordinal", "text", *FIELDS]
+
+
+def test_flat_dicts_of_many_records_in_one_pass_leave_a_field_out_and_copy_lists():
+    hits = [Hit(chunk_id=n, document_id=2, collection="docs", path="a.py", title="A", kind="py", text=f"body {n}",
+                snippet="bo", location=PLACE, score=0.5, chunk_ids=[n, n + 1]) for n in (1, 5)]
+    made = flat_dicts(hits, leave_out="text")
+    assert [list(d) for d in made] == [[k for k in h.to_dict() if k != "text"] for h in hits], "the same keys, in order"
+    assert [d["chunk_ids"] for d in made] == [[1, 2], [5, 6]]
+    assert made[0]["chunk_ids"] is not hits[0].chunk_ids, "a list is copied: a source changed later leaves the hit be"
+    assert flat_dicts(hits)[1] == hits[1].to_dict() == hits[1].flat_dict()

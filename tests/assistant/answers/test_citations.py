@@ -62,3 +62,14 @@ def test_long_bracket_runs_are_not_held():
 def test_no_sources_removes_every_marker():
     text, _ = run(CitationFilter(0), ["I do not know [1]."])
     assert text == "I do not know ."
+
+
+def test_the_feeder_and_feed_are_one_filter():
+    pieces = ["Paris [1", "] and Lyon [7", "][2]. Then [", "3] and [2"]
+    by_feed = CitationFilter(3)
+    by_feeder = CitationFilter(3)
+    shown = by_feeder.feeder()
+    fed = [by_feed.feed(p) for p in pieces]
+    assert [shown(p) for p in pieces] == fed == ["Paris ", "[1] and Lyon ", "[2]. Then ", "[3] and "]
+    assert by_feeder.flush() == by_feed.flush() == "[2"  # unfinished: plain text
+    assert by_feeder.cited == by_feed.cited == [1, 2, 3]
