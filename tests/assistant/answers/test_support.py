@@ -221,6 +221,9 @@ def test_attribute_cites_the_source_that_supports_an_uncited_or_miscited_claim()
     # a supported citation, a claim no source holds and a sentence that states nothing stay as they are
     kept = "Employees get 13 vacation days a year [2]. Interns get 40 days. Yes."
     assert attribute(kept, sources).answer == kept and not attribute(kept, sources).changes
+    # nothing changed: the attribution hands its sentences on, and the check given them finds what it finds alone
+    assert out.sentences is None and attribute(kept, sources).sentences == split_sentences(kept)
+    assert check_answer(kept, sources, sentences=attribute(kept, sources).sentences) == check_answer(kept, sources)
     # Chinese: the marker goes before the full stop, with no space
     zh = attribute("员工每年有13天年假。", {1: "员工每年有13天年假，未休完的可以结转。"})
     assert zh.answer == "员工每年有13天年假[1]。"
