@@ -28,6 +28,41 @@ def cited_numbers(text: str) -> list[int]:
     return list(seen)
 
 
+class Marks:
+    """What the filter keeps between pieces: the tail held back, and the valid numbers cited so far."""
+
+    def __init__(self, n_sources: int) -> None:
+        self.n_sources = n_sources
+        self.cited: list[int] = []
+        self.held = ""
+
+    def clean(self, text: str) -> str:
+        return MARKER.sub(self.replace, text) if "[" in text else text
+
+    def replace(self, m: re.Match[str]) -> str:
+        keep: list[int] = []
+        for n in _numbers(m.group(1)):
+            if 1 <= n <= self.n_sources and n not in keep:
+                keep.append(n)
+                if n not in self.cited:
+                    self.cited.append(n)
+        return "[" + ", ".join(map(str, keep)) + "]" if keep else ""
+
+
+def showing(marks: Marks) -> Generator[str, str, None]:
+    """The filter's one loop: sent a piece, it gives the text to show. It holds the marks only, not the
+    filter, so that a finished answer's filter is freed at once (no cycle for the collector)."""
+    shown = ""
+    while True:
+        text = marks.held + (yield shown)
+        m = PARTIAL.search(text)
+        if m and len(text) - m.start() <= MAX_PARTIAL:
+            marks.held, text = text[m.start() :], text[: m.start()]
+        else:
+            marks.held = ""
+        shown = marks.clean(text) if "[" in text else text
+
+
 class CitationFilter:
     """Fed the answer piece by piece; returns the text to show, with citations of unknown sources removed.
 
@@ -39,21 +74,10 @@ class CitationFilter:
 
     def __init__(self, n_sources: int) -> None:
         self.n_sources = n_sources
-        self.cited: list[int] = []
-        self._held = ""
-        self._shown = self._showing()
+        self._marks = Marks(n_sources)
+        self.cited = self._marks.cited
+        self._shown = showing(self._marks)
         next(self._shown)
-
-    def _showing(self) -> Generator[str, str, None]:
-        shown = ""
-        while True:
-            text = self._held + (yield shown)
-            m = PARTIAL.search(text)
-            if m and len(text) - m.start() <= MAX_PARTIAL:
-                self._held, text = text[m.start() :], text[: m.start()]
-            else:
-                self._held = ""
-            shown = MARKER.sub(self._replace, text) if "[" in text else text
 
     def feeder(self) -> Callable[[str], str]:
         """`feed`, as the generator's own `send`."""
@@ -64,17 +88,5 @@ class CitationFilter:
 
     def flush(self) -> str:
         """The held-back tail at the end of the answer (an unfinished marker is plain text)."""
-        text, self._held = self._held, ""
-        return self._clean(text)
-
-    def _clean(self, text: str) -> str:
-        return MARKER.sub(self._replace, text) if "[" in text else text
-
-    def _replace(self, m: re.Match[str]) -> str:
-        keep: list[int] = []
-        for n in _numbers(m.group(1)):
-            if 1 <= n <= self.n_sources and n not in keep:
-                keep.append(n)
-                if n not in self.cited:
-                    self.cited.append(n)
-        return "[" + ", ".join(map(str, keep)) + "]" if keep else ""
+        text, self._marks.held = self._marks.held, ""
+        return self._marks.clean(text)
