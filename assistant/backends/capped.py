@@ -43,6 +43,33 @@ class Gate:
             self.leave()
 
 
+class Place:
+    """A place taken in a gate, given back once whoever gives it back first (the stream or its reader)."""
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate: Gate | None = gate
+
+    def give_back(self) -> None:
+        gate, self.gate = self.gate, None
+        if gate is not None:
+            gate.leave()
+
+
+async def pieces_of(inner: Any, place: Place) -> AsyncIterator[Any]:
+    """The backend's pieces, the place given back when they end or fail. It holds the place, not the
+    stream: a stream dropped while read is freed at once (no cycle), and `__del__` gives the place back."""
+    while True:
+        try:
+            piece = await inner.__anext__()
+        except StopAsyncIteration:
+            place.give_back()
+            return
+        except BaseException:
+            place.give_back()
+            raise
+        yield piece
+
+
 class _GatedStream:
     """A backend's token stream that gives its place in the gate back once finished, failed or closed.
 
@@ -51,30 +78,16 @@ class _GatedStream:
 
     def __init__(self, inner: Any, gate: Gate) -> None:
         self._inner = inner
-        self._gate: Gate | None = gate
+        self._place = Place(gate)
         self._reader: Any = None
 
     def _release(self) -> None:
-        gate, self._gate = self._gate, None
-        if gate is not None:
-            gate.leave()
+        self._place.give_back()
 
     def __aiter__(self) -> AsyncIterator[Any]:
         if self._reader is None:
-            self._reader = self._pieces()
+            self._reader = pieces_of(self._inner, self._place)
         return self._reader
-
-    async def _pieces(self) -> AsyncIterator[Any]:
-        while True:
-            try:
-                piece = await self._inner.__anext__()
-            except StopAsyncIteration:
-                self._release()
-                return
-            except BaseException:
-                self._release()
-                raise
-            yield piece
 
     async def __anext__(self) -> Any:
         try:

@@ -81,6 +81,15 @@ async def test_a_stream_dropped_unread_gives_its_place_back():
     assert backend.answer_gate.held == 0
 
 
+async def test_a_stream_left_while_read_and_dropped_gives_its_place_back_at_once():
+    backend = gated()
+    stream = backend.stream(MESSAGES, GenParams())
+    async for _ in stream:
+        break
+    del stream  # no collector run: its reader holds the place, not the stream, so nothing keeps it alive
+    assert backend.answer_gate.held == 0
+
+
 async def test_the_backend_itself_is_capped_and_capped_again_gets_a_new_gate_not_a_second_one():
     echo = EchoBackend(context_window=1234)
     backend = capped(echo, 1)
