@@ -9,11 +9,9 @@ searches for the VPN client, so the follow-up's search query shows which questio
 from __future__ import annotations
 
 import pytest
-from litestar.testing import AsyncTestClient
 
 from assistant.answers.conversation import history_for
 from assistant.answers.conversation import fallback_query
-from assistant.app import create_app
 from indexes.apikeys import create_key
 from indexes.conversations import list_turns
 from tests.support.sse import parse_sse
