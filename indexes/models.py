@@ -30,7 +30,8 @@ class Collection(SQLModel, table=True):
     """A named set of documents searched together; its own FAISS file."""
 
     id: int | None = Field(default=None, primary_key=True)
-    name: str = Field(index=True, unique=True)
+    name: str = Field(index=True, unique=True)  # the API's id: ASCII (indexes/collection_titles.py)
+    title: str = ""  # what people read, any language ("" = the name)
     created_at: datetime = Field(default_factory=utcnow)
     # Bumped in the same transaction as every change to this collection's chunks; the FAISS file
     # carries the generation it was built at, so a stale file is detected on load.
