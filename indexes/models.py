@@ -162,6 +162,8 @@ class Turn(SQLModel, table=True):
     # JSON: the answer check of `done` as the client saw it ("" when none: stopped, failed, older turns)
     answer_check: str = ""
     model_answer: str | None = None  # the model's own text when `answer` is not it (replaced, re-cited)
+    # JSON: the one document the question was asked about ({id, collection, path, title}), else None
+    document_scope: str | None = None
     created_at: datetime = Field(default_factory=utcnow)
     # "done", "stopped" (the client stopped it: the answer is what had streamed) or "error"
     status: str = "done"
