@@ -5,6 +5,7 @@
 
 import { api } from "./api.js";
 import { t } from "./i18n.js";
+import { titleOf } from "./titles.js";
 import { loadCollections as refreshPicker } from "./chat.js";
 import { confirmThen, el } from "./dom.js";
 import { askButton, wireAskAbout } from "./ask_about.js";
@@ -67,7 +68,7 @@ export async function loadDocumentsView() {
     card.dataset.name = c.name;
     if (c.name === selected) card.setAttribute("aria-pressed", "true");
     else card.setAttribute("aria-pressed", "false");
-    card.append(el("span", "collection-name", c.name));
+    card.append(el("span", "collection-name", c.title || c.name));
     const facts = [t(c.documents === 1 ? "docs.document1" : "docs.documents", { n: c.documents }),
       t(c.chunks === 1 ? "docs.chunk1" : "docs.chunks", { n: c.chunks })];
     if (c.failed) facts.push(t("docs.failedN", { n: c.failed }));
@@ -102,7 +103,7 @@ async function showCollection() {
   const panel = $("#collection-panel");
   panel.hidden = !selected;
   if (!selected) return;
-  $("#collection-title").textContent = selected;
+  $("#collection-title").textContent = titleOf(selected);
   const table = $("#document-rows");
   let docs;
   try {
@@ -320,12 +321,11 @@ async function uploadFiles(files) {
   }
 }
 
-/**
- * Show or clear the page's own message for a name the field's pattern (the server's rule) refuses; the
- * form is `novalidate`, so the browser's generic "match the requested format" never shows.
- */
-function markName(input, invalid) {
+/** Show (a sentence) or clear ("") why the server refused the title typed, tied to the field. */
+function markName(input, message) {
   const error = $("#new-collection-error");
+  const invalid = Boolean(message);
+  error.textContent = message;
   error.hidden = !invalid;
   if (invalid) input.setAttribute("aria-invalid", "true");
   else input.removeAttribute("aria-invalid");
@@ -336,27 +336,26 @@ export function wireDocuments() {
   wireAskAbout();
   const input = $("#new-collection");
   input.addEventListener("input", () => {
-    if (input.hasAttribute("aria-invalid") && !input.validity.patternMismatch) markName(input, false);
+    if (input.hasAttribute("aria-invalid")) markName(input, "");
   });
   $("#create-form").addEventListener("submit", async (ev) => {
     ev.preventDefault();
-    const name = input.value.trim();
-    if (!name) return;
-    input.value = name;
-    markName(input, input.validity.patternMismatch);
-    if (input.validity.patternMismatch) {
-      input.focus();
-      return;
-    }
+    const title = input.value.trim();
+    if (!title) return;
+    input.value = title;
     try {
-      await api.createCollection(name);
+      const made = await api.createCollection(title);
+      markName(input, "");
       input.value = "";
-      selected = name;
-      note(t("docs.created", { name }));
+      selected = made.name;
+      note(t("docs.created", { name: made.title }));
       await loadDocumentsView();
       refreshPicker();
     } catch (err) {
-      note(err.message, "error");
+      if (err.status === 400 || err.status === 409) {
+        markName(input, err.message);
+        input.focus();
+      } else note(err.message, "error");
     }
   });
   wireDropZone($("#dropzone"), ({ files }) => uploadFiles(files));
@@ -381,7 +380,7 @@ export function wireDocuments() {
   del.addEventListener("click", () => confirmThen(del, t("docs.confirm"), async () => {
     try {
       await api.deleteCollection(selected);
-      note(t("docs.deleted", { name: selected }));
+      note(t("docs.deleted", { name: titleOf(selected) }));
       selected = "";
       await loadDocumentsView();
       refreshPicker();

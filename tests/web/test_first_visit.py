@@ -78,8 +78,9 @@ def test_a_new_user_drops_three_files_and_gets_an_answer_with_sources(browser, e
 
         page.evaluate(DROP, ["#start-drop", list(DOCS.items())])
         expect(page.locator("#start-progress")).to_contain_text("is ready", timeout=INGEST_TIMEOUT_MS)
-        name = "sourdough-bicycle-and-1-more"  # named after the files: the first two, and how many more
-        expect(page.locator("#start-progress")).to_contain_text(name)
+        # titled after the files (the first two, and how many more); the server made its API name
+        expect(page.locator("#start-progress")).to_contain_text("“sourdough, bicycle and 1 more”")
+        name = "sourdough-bicycle-and-1-more"
         expect(page.locator("#start")).to_be_hidden()
         expect(page.locator("#ask")).to_be_enabled()
         expect(page.locator("#ask-reason")).to_be_hidden()
