@@ -52,6 +52,7 @@ const OWN_WORDS = {
   upload_too_large: "error.uploadTooLarge",
   upload_file_too_large: "error.uploadFileTooLarge",
   upload_no_files: "error.uploadNoFiles",
+  no_space: "error.noSpace",
 };
 
 /** The codes whose own words say it all: no "Error 400:" before them. */

@@ -6,6 +6,7 @@
 import { api } from "./api.js";
 import { t } from "./i18n.js";
 import { titleOf } from "./titles.js";
+import { reasonText, saidInOwnWords } from "./reasons.js";
 import { loadCollections as refreshPicker } from "./chat.js";
 import { confirmThen, el } from "./dom.js";
 import { askButton, wireAskAbout } from "./ask_about.js";
@@ -122,7 +123,7 @@ async function showCollection() {
     const name = el("td", "doc-path");
     name.append(el("span", "doc-title", d.title || d.path));
     if (d.title && d.title !== d.path) name.append(el("span", "doc-file", d.path));
-    if (d.error) name.append(el("span", "doc-error", d.error));
+    if (d.error) name.append(el("span", "doc-error", reasonText(d)));
     const del = el("button", "quiet doc-delete", t("docs.deleteDoc"));
     del.type = "button";
     del.setAttribute("aria-label", `${t("docs.deleteDoc")}: ${d.path}`);
@@ -189,8 +190,8 @@ export function fileIssues(files, count, which) {
     const li = el("li");
     li.dataset.path = f.path;
     li.append(el("span", "job-error-path", f.path));
-    if (which === "skipped") li.append(el("span", "job-issue-kind", kindName(f.kind)));
-    li.append(el("span", "job-error-reason", f.reason || ""));
+    if (which === "skipped" && !saidInOwnWords(f)) li.append(el("span", "job-issue-kind", kindName(f.kind)));
+    li.append(el("span", "job-error-reason", reasonText(f)));
     list.append(li);
   }
   if (count > files.length) list.append(el("li", "muted", t("docs.moreFiles", { n: count - files.length })));

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from sqlmodel import select
 
 from indexes.models import Chunk, Collection, Document
+from indexes.reasons import reason_code
 
 from assistant.security.access import Identity, scoped
 from assistant.routes.deps import RowId, new_name_and_title, require_collection
@@ -22,6 +23,8 @@ from assistant.services import Services
 
 
 def document_dict(doc: Document) -> dict:
+    # the error as a code and its values too, for a client to say in its reader's language (indexes/reasons.py)
+    error_code, error_values = reason_code(doc.error) if doc.error else (None, None)
     return {
         "id": doc.id,
         "path": doc.path,
@@ -34,6 +37,8 @@ def document_dict(doc: Document) -> dict:
         "sha256": doc.sha256,
         "ingested_at": doc.ingested_at.isoformat(),
         "meta": json.loads(doc.meta or "{}"),
+        "error_code": error_code,
+        "error_values": error_values,
     }
 
 
