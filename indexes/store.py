@@ -167,7 +167,8 @@ class Store:
     def list_collections(self) -> list[dict]:
         with self.session() as s:
             # a deleted collection is renamed '~deleted-<id>' until its rows are purged: not listed
-            colls = s.exec(select(Collection).where(~Collection.name.startswith("~")).order_by(Collection.name)).all()
+            colls = s.exec(select(Collection).where(~Collection.name.startswith("~"))
+                           .order_by(Collection.title, Collection.name)).all()  # as people read them
             docs = dict(
                 s.exec(select(Document.collection_id, func.count()).group_by(Document.collection_id)).all()
             )

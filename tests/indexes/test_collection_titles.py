@@ -74,6 +74,12 @@ def test_the_store_keeps_the_title_on_both_engines(store):
     assert store.get_collection(title_hash("员工手册")).title == "员工手册"
 
 
+def test_collections_are_listed_by_title(store):
+    store.ensure_collection("b-name", "m", 8, "Alpha")
+    store.ensure_collection("a-name", "m", 8, "Beta")
+    assert [c["name"] for c in store.list_collections()] == ["b-name", "a-name"]
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def engine_at_0006(request, tmp_path):
     if request.param == "sqlite":
