@@ -46,7 +46,7 @@ export function collectionTitleFor(files, folder = "") {
   if (top) return cut(top, TITLE_MAX);
   const stems = files.map((f) => stem(f.name).trim()).filter(Boolean);
   if (!stems.length) return t("start.defaultTitle");
-  const named = stems.slice(0, 2).join(", ");
+  const named = stems.slice(0, 2).join(t("start.titleSeparator"));
   return cut(stems.length > 2 ? t("start.titleMore", { names: named, n: stems.length - 2 }) : named, TITLE_MAX);
 }
 
