@@ -105,6 +105,10 @@ async function showCollection() {
   panel.hidden = !selected;
   if (!selected) return;
   $("#collection-title").textContent = titleOf(selected);
+  // the name the API, keys and the command line know it by, where the title is not that name
+  const apiName = $("#collection-api-name");
+  apiName.hidden = titleOf(selected) === selected;
+  apiName.textContent = apiName.hidden ? "" : t("docs.apiName", { name: selected });
   const table = $("#document-rows");
   let docs;
   try {

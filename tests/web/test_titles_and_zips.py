@@ -69,6 +69,7 @@ def test_files_with_chinese_names_make_a_collection_titled_after_them(browser, e
         expect(card.locator(".collection-name")).to_have_text("年假规定、报销流程")
         card.click()
         expect(page.locator("#collection-title")).to_have_text("年假规定、报销流程")
+        expect(page.locator("#collection-api-name")).to_have_text(f"API 名称：{made['name']}")  # for keys and commands
         shoot(page, artifacts_dir(tmp_path_factory), problems, "titles-documents-zh")
     assert not problems, problems
 
