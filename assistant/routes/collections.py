@@ -107,9 +107,9 @@ class NewCollection(BaseModel):
 async def create_collection(services: Services, identity: Identity, data: NewCollection) -> dict:
     """Create an empty collection with the configured embedder (409 when its name or title is taken); under
     "auto" its embedder is left open ("") and chosen at its first ingest from the language of its documents."""
-    name, title = new_name_and_title(services, data.name, data.title)
+    name, title = await to_thread.run_sync(new_name_and_title, services, data.name, data.title)
     identity.check_collection(name)
-    if services.store.get_collection(name) is not None:
+    if await to_thread.run_sync(services.store.get_collection, name) is not None:
         raise coded(HTTPException(status_code=409, detail=f"collection {name!r} already exists",
                                   extra={"name": name}), "collection_exists")
     embedder, dim = ("", 0) if services.settings.embedder.model == "auto" else (services.embedder.name, services.embedder.dim)

@@ -8,6 +8,7 @@ from litestar import Request
 from litestar.datastructures import State
 from litestar.exceptions import HTTPException, NotFoundException, ValidationException
 from litestar.params import Parameter
+from sqlmodel import col, select
 
 from indexes.models import Collection
 from indexes.collection_titles import TITLE_MAX, TitleError, check_title, name_for_title, unique_name
@@ -62,7 +63,11 @@ def new_name_and_title(services: Services, name: str | None, title: str | None) 
     except TitleError as err:
         raise coded(ValidationException(str(err), extra={"limit": TITLE_MAX}), "invalid_collection_title") from None
     folded = title.casefold()
-    if any(c["title"].casefold() == folded for c in services.store.list_collections()):
+    # the titles alone, not list_collections' counts of every collection's chunks; a deleted collection
+    # ('~deleted-<id>' until purged) has given its title up, and an untitled row reads as its name
+    with services.store.session() as s:
+        rows = s.exec(select(Collection.name, Collection.title).where(~col(Collection.name).startswith("~"))).all()
+    if any((t or n).casefold() == folded for n, t in rows):
         raise coded(HTTPException(status_code=409, detail=f"a collection titled {title!r} already exists",
                                   extra={"name": title}), "collection_exists")
     if name is None:

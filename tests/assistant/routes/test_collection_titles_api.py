@@ -56,3 +56,17 @@ async def test_bad_names_and_titles_are_400_with_their_code(client, services, bo
     assert bad.status_code == 400 and bad.json()["code"] == code
     if code == "invalid_collection_title":
         assert bad.json()["extra"] == {"limit": 64}
+
+
+async def test_a_deleted_collections_title_is_free_again_while_its_rows_wait_for_the_purge(client, services):
+    first = (await client.post("/api/collections", json={"title": "员工手册"})).json()["name"]
+    assert (await client.delete(f"/api/collections/{first}")).status_code == 202  # renamed '~deleted-<id>', kept
+    again = await client.post("/api/collections", json={"title": "员工手册"})
+    assert again.status_code == 201 and again.json()["title"] == "员工手册"
+    assert [c["title"] for c in (await client.get("/api/collections")).json()] == ["员工手册"]
+
+
+async def test_a_title_is_compared_without_case_against_every_collections_title(client, services):
+    await client.post("/api/collections", json={"name": "notes"})  # its own title
+    taken = await client.post("/api/collections", json={"title": "NOTES"})
+    assert taken.status_code == 409 and taken.json()["code"] == "collection_exists"
