@@ -254,7 +254,8 @@ def test_a_text_without_line_breaks_opens_at_its_highlight_in_parts(browser, emp
         assert not problems, f"serious or critical accessibility violations: {problems}"
 
 
-def test_a_spreadsheet_is_named_by_its_sheets_and_tables_are_shown_as_tables(browser, empty_server, tmp_path):
+def test_a_spreadsheet_is_named_by_its_sheets_and_tables_are_shown_as_tables(browser, empty_server, tmp_path,
+                                                                             tmp_path_factory):
     """A workbook's source says its sheet (not "page 2") and previews as a table, as does a PDF's ruled table."""
     from tests.support.table_fixtures import write_pdf, write_xlsx
 
@@ -277,6 +278,10 @@ def test_a_spreadsheet_is_named_by_its_sheets_and_tables_are_shown_as_tables(bro
         expect(page.locator("#preview-meta")).to_contain_text("sheet “")
         expect(page.locator("#preview .passage-chunk.has-table table").first).to_be_visible()
         expect(page.locator("#preview .passage")).not_to_contain_text("|---")
+        problems: dict[str, list[str]] = {}
+        shoot(page, artifacts_dir(tmp_path_factory), problems, "sheet-table")
         page.click("#preview-close")
         page.locator(".turn .source-card", has_text="prices.pdf").first.click()
         expect(page.locator("#preview .passage-chunk.has-table table th", has_text="Response SLA").first).to_be_visible()
+        shoot(page, artifacts_dir(tmp_path_factory), problems, "pdf-table")
+        assert not problems, f"serious or critical accessibility violations: {problems}"
