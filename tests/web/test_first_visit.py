@@ -201,6 +201,8 @@ def test_a_stopped_turn_without_words_a_queued_message_that_goes_with_its_job_an
         actions = page.locator(".turn-actions button")
         expect(actions).to_have_count(1)
         expect(actions).to_have_class(re.compile("regenerate"))
+        shoot(page, artifacts_dir(tmp_path_factory), problems, "stopped-before-an-answer")
+        assert not problems, f"serious or critical accessibility violations: {problems}"
         actions.click()  # answered again: now a whole answer, with all its actions
         expect(page.locator(".turn-actions .feedback-up")).to_be_visible(timeout=ANSWER_TIMEOUT_MS)
         expect(page.locator(".stopped-mark")).to_have_count(0)
