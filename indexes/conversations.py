@@ -128,12 +128,13 @@ def name_untitled(engine: Engine, conversation_id: int, question: str) -> None:
 def add_turn(
     engine: Engine, conversation_id: int, *, question: str, query: str, answer: str, sources: list[dict[str, Any]],
     status: str = "done", variant_of: int | None = None, check: dict[str, Any] | None = None,
-    model_answer: str | None = None,
+    model_answer: str | None = None, document: dict[str, Any] | None = None,
 ) -> Turn:
     """Append a turn and mark the conversation as just used; an untitled one takes its first question.
     `status` is one of TURN_STATUSES: a stopped or failed turn keeps what had streamed as its answer.
     `variant_of` makes it a new answer of an earlier question: the first turn of that group (below).
-    `check` and `model_answer` are `done`'s: a reload shows the same verdicts and the model's own answer."""
+    `check` and `model_answer` are `done`'s: a reload shows the same verdicts and the model's own answer;
+    `document` the one document the question was about ({id, collection, path, title}): a reload asks there."""
     if status not in TURN_STATUSES:
         raise ValueError(f"a turn's status is one of {', '.join(TURN_STATUSES)}, not {status!r}")
     with _session(engine) as s:
@@ -145,6 +146,7 @@ def add_turn(
             sources=json.dumps(sources, ensure_ascii=False, default=str), status=status,
             variant_of=variant_of, answer_check=json.dumps(check, ensure_ascii=False, default=str) if check else "",
             model_answer=model_answer,
+            document_scope=json.dumps(document, ensure_ascii=False) if document else None,
         )
         conv.updated_at = utcnow()
         if not conv.title.strip():
@@ -185,6 +187,7 @@ def turn_dict(turn: Turn, feedback: Mapping[int, dict[str, Any]] | None = None) 
         "sources": json.loads(turn.sources or "[]"),
         "check": json.loads(turn.answer_check) if turn.answer_check else None,
         "model_answer": turn.model_answer,
+        "document": json.loads(turn.document_scope) if turn.document_scope else None,
         "status": turn.status,
         "variant_of": turn.variant_of,
         "feedback": (feedback or {}).get(turn.id) if turn.id is not None else None,

@@ -24,6 +24,7 @@ from sqlmodel import Session, select
 
 from indexes.db import driver
 from indexes.models import IngestFile, IngestJob, saved, utcnow
+from indexes.reasons import with_code
 
 JOB_STATES = ("pending", "running", "done", "failed", "cancelled")
 FILE_STATES = ("pending", "parsing", "ocr", "embedding", "done", "failed", "skipped", "removed")
@@ -392,8 +393,8 @@ class Jobs:
             "eta_s": round(eta, 1) if eta is not None else None,
             "current": [p for p, _ in current],
             "reading_images": [p for p, st in current if st == "ocr"],  # text read through OCR now
-            "errors": [{"path": p, "reason": r, "kind": reason_kind(r)} for p, r in failed],
-            "skipped": [{"path": p, "reason": r, "kind": reason_kind(r)} for p, r in skipped],
+            "errors": [with_code({"path": p, "reason": r, "kind": reason_kind(r)}, r) for p, r in failed],
+            "skipped": [with_code({"path": p, "reason": r, "kind": reason_kind(r)}, r) for p, r in skipped],
             "attempts": job.attempts,
             "worker": job.worker,
             "created_at": _iso(job.created_at),

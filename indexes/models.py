@@ -30,7 +30,8 @@ class Collection(SQLModel, table=True):
     """A named set of documents searched together; its own FAISS file."""
 
     id: int | None = Field(default=None, primary_key=True)
-    name: str = Field(index=True, unique=True)
+    name: str = Field(index=True, unique=True)  # the API's id: ASCII (indexes/collection_titles.py)
+    title: str = ""  # what people read, any language ("" = the name)
     created_at: datetime = Field(default_factory=utcnow)
     # Bumped in the same transaction as every change to this collection's chunks; the FAISS file
     # carries the generation it was built at, so a stale file is detected on load.
@@ -161,6 +162,8 @@ class Turn(SQLModel, table=True):
     # JSON: the answer check of `done` as the client saw it ("" when none: stopped, failed, older turns)
     answer_check: str = ""
     model_answer: str | None = None  # the model's own text when `answer` is not it (replaced, re-cited)
+    # JSON: the one document the question was asked about ({id, collection, path, title}), else None
+    document_scope: str | None = None
     created_at: datetime = Field(default_factory=utcnow)
     # "done", "stopped" (the client stopped it: the answer is what had streamed) or "error"
     status: str = "done"

@@ -54,16 +54,17 @@ class ChunkRecord(Located):
     location: Location
 
 
-COLLECTION_COLUMNS = "id, name, created_at, generation, embedder, dim"
+COLLECTION_COLUMNS = "id, name, created_at, generation, embedder, dim, title"
 
 
 def collection_from_row(row: tuple) -> Collection:
     """A Collection from a row of COLLECTION_COLUMNS (SQLite keeps the UTC creation time as ISO text)."""
-    cid, name, created, generation, embedder, dim = row
+    cid, name, created, generation, embedder, dim, title = row
     created_at = datetime.fromisoformat(created) if isinstance(created, str) else created
     if created_at.tzinfo is None:
         created_at = created_at.replace(tzinfo=timezone.utc)
-    return Collection(id=cid, name=name, created_at=created_at, generation=generation, embedder=embedder, dim=dim)
+    return Collection(id=cid, name=name, created_at=created_at, generation=generation, embedder=embedder, dim=dim,
+                      title=title)
 
 
 class Store:
@@ -129,8 +130,8 @@ class Store:
             raise StoreError(f"unknown collection: {name!r}")
         return coll
 
-    def ensure_collection(self, name: str, embedder: str, dim: int) -> Collection:
-        """The collection called name, created on first use. Its embedder may not change later."""
+    def ensure_collection(self, name: str, embedder: str, dim: int, title: str = "") -> Collection:
+        """The collection called name (titled `title`, else its name), made on first use; embedder fixed."""
         if not COLLECTION_NAME.match(name or ""):
             raise StoreError(
                 f"invalid collection name {name!r}: use 1-64 letters, digits, '.', '_' or '-', "
@@ -139,7 +140,7 @@ class Store:
         with self.session() as s:
             coll = s.exec(select(Collection).where(Collection.name == name)).first()
             if coll is None:
-                coll = Collection(name=name, embedder=embedder, dim=dim)
+                coll = Collection(name=name, title=title or name, embedder=embedder, dim=dim)
                 s.add(coll)
                 s.commit()
                 s.refresh(coll)
@@ -166,7 +167,8 @@ class Store:
     def list_collections(self) -> list[dict]:
         with self.session() as s:
             # a deleted collection is renamed '~deleted-<id>' until its rows are purged: not listed
-            colls = s.exec(select(Collection).where(~Collection.name.startswith("~")).order_by(Collection.name)).all()
+            colls = s.exec(select(Collection).where(~Collection.name.startswith("~"))
+                           .order_by(Collection.title, Collection.name)).all()  # as people read them
             docs = dict(
                 s.exec(select(Document.collection_id, func.count()).group_by(Document.collection_id)).all()
             )
@@ -181,6 +183,7 @@ class Store:
         return [
             {
                 "name": c.name,
+                "title": c.title or c.name,
                 "documents": docs.get(c.id, 0),
                 "chunks": chunks.get(c.id, 0),
                 "failed": failed.get(c.id, 0),

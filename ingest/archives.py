@@ -1,9 +1,11 @@
 """A `.zip` given to ingestion is read as the folder it holds (wiki exports: Confluence, Notion).
 
 A zip named as a path to ingest (`assistant ingest export.zip`, an uploaded file, a server-side path) is
-unpacked under `<data_dir>/archives/<collection>/<key>/<zip name without .zip>/`, the key a hash of the
-zip's own path, and that folder is scanned like any other: the same zip ingested again lands in the same
-place, so its unchanged pages are skipped by hash and pages gone from a newer export are removed. A zip
+unpacked under `<data_dir>/archives/<collection>/<key>/`, the key a hash of the zip's own path, and that
+folder is scanned like any other, so each file is named by its path inside the zip (no prefix of the zip's
+own name): the same zip ingested again lands in the same place, so its unchanged pages are skipped by hash
+and pages gone from a newer export are removed. A document is its collection and path, so a later zip (or
+file) holding a path an earlier zip held replaces that document, as uploading a file again does. A zip
 whose bytes did not change is not unpacked again. Zips found inside a folder are not opened. Besides
 the usual exclusions, a Confluence export's stylesheet and chrome icons are left out (EXPORT_CHROME).
 
@@ -72,7 +74,7 @@ def scan_path(path: str | os.PathLike[str], archives: Path | None, *, use_git: b
 
 
 def unpack(zip_path: Path, archives: Path) -> Path:
-    """The folder holding the zip's content (under its own name), unpacked now unless the same bytes were."""
+    """The folder holding the zip's content (its members' own paths), unpacked now unless the same bytes were."""
     target = archives / hashlib.sha256(str(zip_path).encode("utf-8", "surrogateescape")).hexdigest()[:16]
     digest = file_sha256(zip_path)
     if (target / MARKER).is_file() and (target / MARKER).read_text().strip() == digest:
@@ -80,7 +82,7 @@ def unpack(zip_path: Path, archives: Path) -> Path:
     archives.mkdir(parents=True, exist_ok=True)
     staging = archives / f"{STAGING}{uuid.uuid4().hex}"
     try:
-        extract(zip_path, staging / zip_path.stem)
+        extract(zip_path, staging)
         (staging / MARKER).write_text(digest)
         replace_folder(staging, target)
     finally:

@@ -2,6 +2,7 @@
 // (a CSRF header, a stored API key) are added in one place.
 
 import { t } from "./i18n.js";
+import { rememberTitles } from "./titles.js";
 
 const KEY_STORAGE = "rag.apiKey";
 
@@ -29,6 +30,7 @@ export class ApiError extends Error {
 const OWN_WORDS = {
   collection_exists: "error.collectionExists",
   invalid_collection_name: "docs.nameInvalid",
+  invalid_collection_title: "docs.titleInvalid",
   collection_not_found: "error.unknownCollection",
   question_empty: "chat.empty",
   question_too_long: "error.questionTooLong",
@@ -50,6 +52,7 @@ const OWN_WORDS = {
   upload_too_large: "error.uploadTooLarge",
   upload_file_too_large: "error.uploadFileTooLarge",
   upload_no_files: "error.uploadNoFiles",
+  no_space: "error.noSpace",
 };
 
 /** The codes whose own words say it all: no "Error 400:" before them. */
@@ -113,8 +116,9 @@ export const getJSON = async (path, opts) => (await request(path, opts)).json();
 export const sendJSON = async (method, path, json) => (await request(path, { method, json })).json();
 
 export const api = {
-  collections: () => getJSON("/api/collections"),
-  createCollection: (name) => sendJSON("POST", "/api/collections", { name }),
+  collections: async () => rememberTitles(await getJSON("/api/collections")),
+  /** A collection titled `title` (any language); the server makes its name: {name, title, ...}. */
+  createCollection: async (title) => rememberTitles([await sendJSON("POST", "/api/collections", { title })])[0],
   deleteCollection: (name) => sendJSON("DELETE", `/api/collections/${encodeURIComponent(name)}`),
   documents: (name) => getJSON(`/api/collections/${encodeURIComponent(name)}/documents`),
   deleteDocument: (name, id) => sendJSON("DELETE", `/api/collections/${encodeURIComponent(name)}/documents/${id}`),

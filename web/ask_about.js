@@ -20,6 +20,16 @@ export function askAbout(doc) {
   }
 }
 
+/**
+ * A saved conversation opened: its last question's document ({id, collection, path, title}, kept with the
+ * turn) is asked about again, or, when it was asked of the collections (null), so are the next questions.
+ */
+export function restoreScope(doc) {
+  setScope(doc || null);
+  if (doc) choose($("#collection"), [doc.collection]);
+  showScope();
+}
+
 export function askButton(doc) {
   const button = el("button", "quiet doc-ask", t("docs.askDocShort"));
   button.type = "button";

@@ -10,6 +10,7 @@ import { renderMarkdown } from "./markdown.js";
 import { choose, chosenCollections, documentScope, fillPicker, wirePicker } from "./picker.js";
 import { loadConversations, markCurrentConversation, wireConversations } from "./conversations.js";
 import { el } from "./dom.js";
+import { restoreScope } from "./ask_about.js";
 import { jumpToSource, renderSources } from "./sources.js";
 import { readEvents } from "./sse.js";
 import { showStart, wireStart } from "./start.js";
@@ -117,6 +118,7 @@ export async function openConversation(id) {
   }
   setConversation(conv.id);
   chooseCollection(conv.collections);
+  restoreScope(conv.turns.at(-1)?.document);
   els.chat.querySelectorAll(".turn").forEach((n) => n.remove());
   els.intro.hidden = conv.turns.length > 0;
   clearStatus();

@@ -5,6 +5,8 @@
 
 import { api } from "./api.js";
 import { t } from "./i18n.js";
+import { titleOf } from "./titles.js";
+import { reasonText, saidInOwnWords } from "./reasons.js";
 import { loadCollections as refreshPicker } from "./chat.js";
 import { confirmThen, el } from "./dom.js";
 import { askButton, wireAskAbout } from "./ask_about.js";
@@ -67,7 +69,7 @@ export async function loadDocumentsView() {
     card.dataset.name = c.name;
     if (c.name === selected) card.setAttribute("aria-pressed", "true");
     else card.setAttribute("aria-pressed", "false");
-    card.append(el("span", "collection-name", c.name));
+    card.append(el("span", "collection-name", c.title || c.name));
     const facts = [t(c.documents === 1 ? "docs.document1" : "docs.documents", { n: c.documents }),
       t(c.chunks === 1 ? "docs.chunk1" : "docs.chunks", { n: c.chunks })];
     if (c.failed) facts.push(t("docs.failedN", { n: c.failed }));
@@ -102,7 +104,11 @@ async function showCollection() {
   const panel = $("#collection-panel");
   panel.hidden = !selected;
   if (!selected) return;
-  $("#collection-title").textContent = selected;
+  $("#collection-title").textContent = titleOf(selected);
+  // the name the API, keys and the command line know it by, where the title is not that name
+  const apiName = $("#collection-api-name");
+  apiName.hidden = titleOf(selected) === selected;
+  apiName.textContent = apiName.hidden ? "" : t("docs.apiName", { name: selected });
   const table = $("#document-rows");
   let docs;
   try {
@@ -121,7 +127,7 @@ async function showCollection() {
     const name = el("td", "doc-path");
     name.append(el("span", "doc-title", d.title || d.path));
     if (d.title && d.title !== d.path) name.append(el("span", "doc-file", d.path));
-    if (d.error) name.append(el("span", "doc-error", d.error));
+    if (d.error) name.append(el("span", "doc-error", reasonText(d)));
     const del = el("button", "quiet doc-delete", t("docs.deleteDoc"));
     del.type = "button";
     del.setAttribute("aria-label", `${t("docs.deleteDoc")}: ${d.path}`);
@@ -188,8 +194,8 @@ export function fileIssues(files, count, which) {
     const li = el("li");
     li.dataset.path = f.path;
     li.append(el("span", "job-error-path", f.path));
-    if (which === "skipped") li.append(el("span", "job-issue-kind", kindName(f.kind)));
-    li.append(el("span", "job-error-reason", f.reason || ""));
+    if (which === "skipped" && !saidInOwnWords(f)) li.append(el("span", "job-issue-kind", kindName(f.kind)));
+    li.append(el("span", "job-error-reason", reasonText(f)));
     list.append(li);
   }
   if (count > files.length) list.append(el("li", "muted", t("docs.moreFiles", { n: count - files.length })));
@@ -320,12 +326,11 @@ async function uploadFiles(files) {
   }
 }
 
-/**
- * Show or clear the page's own message for a name the field's pattern (the server's rule) refuses; the
- * form is `novalidate`, so the browser's generic "match the requested format" never shows.
- */
-function markName(input, invalid) {
+/** Show (a sentence) or clear ("") why the server refused the title typed, tied to the field. */
+function markName(input, message) {
   const error = $("#new-collection-error");
+  const invalid = Boolean(message);
+  error.textContent = message;
   error.hidden = !invalid;
   if (invalid) input.setAttribute("aria-invalid", "true");
   else input.removeAttribute("aria-invalid");
@@ -336,27 +341,26 @@ export function wireDocuments() {
   wireAskAbout();
   const input = $("#new-collection");
   input.addEventListener("input", () => {
-    if (input.hasAttribute("aria-invalid") && !input.validity.patternMismatch) markName(input, false);
+    if (input.hasAttribute("aria-invalid")) markName(input, "");
   });
   $("#create-form").addEventListener("submit", async (ev) => {
     ev.preventDefault();
-    const name = input.value.trim();
-    if (!name) return;
-    input.value = name;
-    markName(input, input.validity.patternMismatch);
-    if (input.validity.patternMismatch) {
-      input.focus();
-      return;
-    }
+    const title = input.value.trim();
+    if (!title) return;
+    input.value = title;
     try {
-      await api.createCollection(name);
+      const made = await api.createCollection(title);
+      markName(input, "");
       input.value = "";
-      selected = name;
-      note(t("docs.created", { name }));
+      selected = made.name;
+      note(t("docs.created", { name: made.title }));
       await loadDocumentsView();
       refreshPicker();
     } catch (err) {
-      note(err.message, "error");
+      if (err.status === 400 || err.status === 409) {
+        markName(input, err.message);
+        input.focus();
+      } else note(err.message, "error");
     }
   });
   wireDropZone($("#dropzone"), ({ files }) => uploadFiles(files));
@@ -381,7 +385,7 @@ export function wireDocuments() {
   del.addEventListener("click", () => confirmThen(del, t("docs.confirm"), async () => {
     try {
       await api.deleteCollection(selected);
-      note(t("docs.deleted", { name: selected }));
+      note(t("docs.deleted", { name: titleOf(selected) }));
       selected = "";
       await loadDocumentsView();
       refreshPicker();

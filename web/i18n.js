@@ -21,9 +21,26 @@ const listeners = [];
 
 export const language = () => current;
 
-/** The string for key in the current language, with {name} placeholders filled from vars. */
+const plurals = {}; // language -> Intl.PluralRules
+
+/** `key`'s form for the count `n` in the current language ("key.one" for 1 in English), when it has one. */
+function plural(key, n) {
+  if (typeof n !== "number") return key;
+  plurals[current] ??= new Intl.PluralRules(current);
+  const form = `${key}.${plurals[current].select(n)}`;
+  return form in STRINGS[current] || (!(key in STRINGS[current]) && form in STRINGS.en) ? form : key;
+}
+
+/** Whether the page has words of its own for `key`. */
+export const has = (key) => key in STRINGS[current] || key in STRINGS.en;
+
+/**
+ * The string for key in the current language, with {name} placeholders filled from vars; a count `n`
+ * picks the key's plural form where it has one ("key.one": "1 file", "key": "{n} files").
+ */
 export function t(key, vars = {}) {
-  const text = STRINGS[current][key] ?? STRINGS.en[key] ?? key;
+  const chosen = plural(key, vars.n);
+  const text = STRINGS[current][chosen] ?? STRINGS.en[chosen] ?? key;
   return text.replace(/\{(\w+)\}/g, (m, name) => (name in vars ? String(vars[name]) : m));
 }
 

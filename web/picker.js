@@ -23,7 +23,7 @@ export function choose(select, names) {
 }
 
 /**
- * List `collections` ({name, documents}); the choice kept is the one on screen, else the one saved, else
+ * List `collections` ({name, title, documents}) by title; the choice kept is the one on screen, else the one saved, else
  * the first collection.
  */
 export function fillPicker(select, collections) {
@@ -33,7 +33,7 @@ export function fillPicker(select, collections) {
   for (const c of collections) {
     const option = document.createElement("option");
     option.value = c.name;
-    option.textContent = t(c.documents === 1 ? "chat.docsCount1" : "chat.docsCount", { name: c.name, n: c.documents });
+    option.textContent = t(c.documents === 1 ? "chat.docsCount1" : "chat.docsCount", { name: c.title || c.name, n: c.documents });
     select.append(option);
   }
   select.size = Math.min(Math.max(collections.length, 2), MAX_ROWS);

@@ -6,6 +6,7 @@
 import { api } from "./api.js";
 import { el } from "./dom.js";
 import { t } from "./i18n.js";
+import { titleOf } from "./titles.js";
 import { markUnknownCitations } from "./markdown.js";
 import { readsWhole, showWhole } from "./original.js";
 import { markText, renderPassageView } from "./passage.js";
@@ -174,7 +175,7 @@ function placeOf(ctx, src) {
     && ctx.document.chunks > 1 && Number.isInteger(target?.ordinal);
   const where = inParts ? t("src.part", { n: target.ordinal + 1, total: ctx.document.chunks })
     : place && locationOf({ ...place, path: ctx.document.path });
-  return [ctx.document.collection, ctx.document.path, where, place?.symbol || src?.symbol].filter(Boolean).join(" · ");
+  return [titleOf(ctx.document.collection), ctx.document.path, where, place?.symbol || src?.symbol].filter(Boolean).join(" · ");
 }
 
 function renderPassage(body, ctx, src) {
@@ -206,7 +207,7 @@ export async function openPreview(src) {
   const dlg = viewer();
   const body = $("#preview-body");
   $("#preview-title").textContent = src.title || src.path;
-  $("#preview-meta").textContent = [src.collection, src.path, locationOf(src)].filter(Boolean).join(" · ");
+  $("#preview-meta").textContent = [titleOf(src.collection), src.path, locationOf(src)].filter(Boolean).join(" · ");
   $("#preview-file").hidden = true;
   $("#preview-whole").hidden = true;
   body.replaceChildren(el("p", "muted", t("preview.loading")));

@@ -1,5 +1,5 @@
 // The chat page before there is anything to ask: a drop zone and file and folder pickers that make a
-// collection named after what was given, upload it, and say how far its ingestion is; the question box
+// collection titled after what was given (in any language), upload it, and say how far its ingestion is; the question box
 // opens once the collection holds documents. Also the files of a drop, folders walked (the documents view
 // uses it too).
 
@@ -9,7 +9,6 @@ import { FINISHED, outcomes } from "./jobs.js";
 
 const $ = (sel) => document.querySelector(sel);
 const POLL_MS = 700;
-const NAME_MAX = 48;
 
 /** Files of a drop, folders walked (webkitGetAsEntry) so that a dropped folder gives its files. */
 export async function droppedFiles(transfer) {
@@ -33,42 +32,35 @@ export async function droppedFiles(transfer) {
   return { files: files.length ? files : [...transfer.files], folder };
 }
 
-/** Letters, digits, '.', '_' and '-' only (the server's rule for a collection's name); "" when none is left. */
-export function slug(text) {
-  return String(text).normalize("NFKD").replace(/[\u0300-\u036f]/g, "")
-    .replace(/[^A-Za-z0-9._-]+/g, "-").replace(/-{2,}/g, "-").replace(/^[-._]+|[-._]+$/g, "")
-    .slice(0, NAME_MAX).replace(/[-._]+$/, "").toLowerCase();
-}
+const TITLE_MAX = 64; // the server's limit on a collection's display name
 
 const stem = (name) => String(name).replace(/\.[^.]+$/, "");
+const cut = (text, max) => [...text].slice(0, max).join("").trim();
 
 /**
- * A collection name for what was given: the folder's name, else the files' names (the first two, and how
- * many more), made into a slug; a name with no letter the server takes (all Chinese, say) gives "documents".
+ * A collection's display name for what was given, in the files' own language: the folder's name, else the
+ * files' names (the first two, and how many more); the server makes the API name from it.
  */
-export function collectionNameFor(files, folder = "") {
-  const top = folder || (files[0]?.webkitRelativePath || "").split("/").slice(0, -1)[0] || "";
-  if (top && slug(top)) return slug(top);
-  const stems = files.map((f) => slug(stem(f.name))).filter(Boolean);
-  if (!stems.length) return "documents";
-  const named = stems.slice(0, 2).join("-");
-  return slug(stems.length > 2 ? `${named}-and-${stems.length - 2}-more` : named) || "documents";
+export function collectionTitleFor(files, folder = "") {
+  const top = (folder || (files[0]?.webkitRelativePath || "").split("/").slice(0, -1)[0] || "").trim();
+  if (top) return cut(top, TITLE_MAX);
+  const stems = files.map((f) => stem(f.name).trim()).filter(Boolean);
+  if (!stems.length) return t("start.defaultTitle");
+  const named = stems.slice(0, 2).join(t("start.titleSeparator"));
+  return cut(stems.length > 2 ? t("start.titleMore", { names: named, n: stems.length - 2 }) : named, TITLE_MAX);
 }
 
-/** Create `name`, or `name-2`, `name-3`… when it is taken; the name made. */
-async function createFresh(name, taken) {
+/** Create a collection titled `title`, or `title 2`, `title 3`… when that title is taken; the one made. */
+async function createFresh(title) {
   for (let i = 1; i < 50; i++) {
-    const candidate = i === 1 ? name : `${name.slice(0, NAME_MAX - 4)}-${i}`;
-    if (taken.has(candidate)) continue;
+    const candidate = i === 1 ? title : `${cut(title, TITLE_MAX - 3)} ${i}`;
     try {
-      await api.createCollection(candidate);
-      return candidate;
+      return await api.createCollection(candidate);
     } catch (err) {
       if (err.status !== 409) throw err;
-      taken.add(candidate);
     }
   }
-  throw new Error(t("error.collectionExists"));
+  throw new Error(t("error.collectionExists", { name: title }));
 }
 
 function say(message, kind = "info") {
@@ -96,17 +88,17 @@ async function startWith(files, folder, ready) {
   busy = true;
   $("#start").setAttribute("aria-busy", "true");
   try {
-    const taken = new Set((await api.collections()).map((c) => c.name));
-    const name = await createFresh(collectionNameFor(files, folder), taken);
-    say(t(files.length === 1 ? "start.uploading1" : "start.uploading", { n: files.length, name }));
+    const made = await createFresh(collectionTitleFor(files, folder));
+    const { name, title } = made;
+    say(t(files.length === 1 ? "start.uploading1" : "start.uploading", { n: files.length, name: title }));
     const res = await api.upload(name, files);
     const job = await follow(res.job);
     const n = outcomes(job);
     if (!n.ingested && !n.unchanged) {
-      say(t("start.nothing", { name }), "error");
+      say(t("start.nothing", { name: title }), "error");
       return;
     }
-    say(t(n.failed ? "start.readyFailed" : "start.ready", { name, n: n.ingested, failed: n.failed }));
+    say(t(n.failed ? "start.readyFailed" : "start.ready", { name: title, n: n.ingested, failed: n.failed }));
     await ready(name);
   } catch (err) {
     say(err.message, "error");

@@ -257,6 +257,9 @@ class Asking:
         document = self._document(identity, question, collections)
         if document is not None and not collections:
             collections = [document.collection]
+        if document is not None and turn is not None:  # the scope is kept with the turn: a reload asks there
+            turn.document = {"id": document.document_id, "collection": document.collection, "path": document.path,
+                             "title": document.title}
         if not collections:
             raise AskError("collection_required", "name a collection to ask (`collection` or `collections`)")
         self._require_collections(identity, collections)

@@ -92,11 +92,13 @@ def history_for(
 def record_turn(
     engine: Engine, conversation_id: int, *, question: str, query: str, answer: str, sources: list[dict],
     status: str = "done", variant_of: int | None = None, check: dict | None = None, model_answer: str | None = None,
+    document: dict | None = None,
 ) -> Turn:
     """Append a turn that ended (raises UnknownConversation when it was deleted meanwhile)."""
     try:
         return add_turn(engine, conversation_id, question=question, query=query, answer=answer, sources=sources,
-                        status=status, variant_of=variant_of, check=check, model_answer=model_answer)
+                        status=status, variant_of=variant_of, check=check, model_answer=model_answer,
+                        document=document)
     except LookupError:
         raise UnknownConversation(f"unknown conversation: {conversation_id}") from None
 
@@ -118,6 +120,7 @@ class ConversationTurn:
     # The collections the conversation was started with (the default scope of its questions), read once.
     collections: list[str] = field(default_factory=list)
     conversation_id: int = 0  # the stored conversation's id (`conversation.id`)
+    document: dict | None = None  # the one document asked about ({id, collection, path, title}), kept with the turn
 
     @classmethod
     def open(
@@ -169,7 +172,7 @@ class ConversationTurn:
             turn = await anyio.to_thread.run_sync(lambda: record_turn(
                 self.engine, self.conversation_id, question=self.question, query=query, answer=done.answer,
                 sources=self.sources, variant_of=self.variant_of, check=done.check,
-                model_answer=done.extra.get("model_answer"),
+                model_answer=done.extra.get("model_answer"), document=self.document,
             ))
         except UnknownConversation as exc:
             return Failed(f"{exc}: it was deleted during the answer", "conversation_not_found")
@@ -192,7 +195,7 @@ class ConversationTurn:
         try:
             await anyio.to_thread.run_sync(lambda: record_turn(
                 self.engine, self.conversation_id, question=self.question, query=query, answer=text,
-                sources=sources, status=status, variant_of=self.variant_of,
+                sources=sources, status=status, variant_of=self.variant_of, document=self.document,
             ))
         except UnknownConversation:
             return

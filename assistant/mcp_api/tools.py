@@ -150,7 +150,7 @@ def list_collections(services: Services, identity: Identity) -> dict[str, Any]:
     allow(identity, "list_collections")
     return {
         "collections": [
-            {k: c[k] for k in ("name", "documents", "chunks", "failed", "embedder")}
+            {k: c[k] for k in ("name", "title", "documents", "chunks", "failed", "embedder")}
             for c in services.store.list_collections() if identity.can_use(c["name"])
         ]
     }

@@ -14,14 +14,17 @@ from pydantic import BaseModel, Field
 from sqlmodel import select
 
 from indexes.models import Chunk, Collection, Document
+from indexes.reasons import reason_code
 
 from assistant.security.access import Identity, scoped
-from assistant.routes.deps import RowId, check_name, require_collection
+from assistant.routes.deps import RowId, new_name_and_title, require_collection
 from assistant.routes.errors import coded
 from assistant.services import Services
 
 
 def document_dict(doc: Document) -> dict:
+    # the error as a code and its values too, for a client to say in its reader's language (indexes/reasons.py)
+    error_code, error_values = reason_code(doc.error) if doc.error else (None, None)
     return {
         "id": doc.id,
         "path": doc.path,
@@ -34,6 +37,8 @@ def document_dict(doc: Document) -> dict:
         "sha256": doc.sha256,
         "ingested_at": doc.ingested_at.isoformat(),
         "meta": json.loads(doc.meta or "{}"),
+        "error_code": error_code,
+        "error_values": error_values,
     }
 
 
@@ -91,21 +96,23 @@ class CollectionController(Controller):
 
 
 class NewCollection(BaseModel):
-    name: str = Field(max_length=64, description="1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+    name: str | None = Field(default=None, max_length=64,
+                             description="the API name: 1-64 letters, digits, '.', '_' or '-', starting with a letter or "
+                                         "digit; made from `title` when left out")
+    title: str | None = Field(default=None, max_length=256,
+                              description="the display name, in any language (1-64 characters); the name when left out")
 
 
 @post("/api/collections", status_code=201, tags=["collections"], opt=scoped("ingest"))
 async def create_collection(services: Services, identity: Identity, data: NewCollection) -> dict:
-    """Create an empty collection with the configured embedder (409 when it exists); under "auto" its
-    embedder is left open ("") and chosen at its first ingest from the language of its documents."""
-    check_name(data.name)
-    identity.check_collection(data.name)
-    if services.store.get_collection(data.name) is not None:
-        raise coded(HTTPException(status_code=409, detail=f"collection {data.name!r} already exists"), "collection_exists")
-    if services.settings.embedder.model == "auto":
-        coll = await to_thread.run_sync(services.store.ensure_collection, data.name, "", 0)
-    else:
-        emb = services.embedder
-        coll = await to_thread.run_sync(lambda: services.store.ensure_collection(data.name, emb.name, emb.dim))
-    return {"name": coll.name, "documents": 0, "chunks": 0, "failed": 0, "embedder": coll.embedder,
-            "created_at": coll.created_at.isoformat()}
+    """Create an empty collection with the configured embedder (409 when its name or title is taken); under
+    "auto" its embedder is left open ("") and chosen at its first ingest from the language of its documents."""
+    name, title = await to_thread.run_sync(new_name_and_title, services, data.name, data.title)
+    identity.check_collection(name)
+    if await to_thread.run_sync(services.store.get_collection, name) is not None:
+        raise coded(HTTPException(status_code=409, detail=f"collection {name!r} already exists",
+                                  extra={"name": name}), "collection_exists")
+    embedder, dim = ("", 0) if services.settings.embedder.model == "auto" else (services.embedder.name, services.embedder.dim)
+    coll = await to_thread.run_sync(lambda: services.store.ensure_collection(name, embedder, dim, title))
+    return {"name": coll.name, "title": coll.title, "documents": 0, "chunks": 0, "failed": 0,
+            "embedder": coll.embedder, "created_at": coll.created_at.isoformat()}

@@ -6,10 +6,12 @@ from typing import Annotated
 
 from litestar import Request
 from litestar.datastructures import State
-from litestar.exceptions import NotFoundException, ValidationException
+from litestar.exceptions import HTTPException, NotFoundException, ValidationException
 from litestar.params import Parameter
+from sqlmodel import col, select
 
 from indexes.models import Collection
+from indexes.collection_titles import TITLE_MAX, TitleError, check_title, name_for_title, unique_name
 from indexes.store import COLLECTION_NAME
 
 from assistant.routes.errors import coded
@@ -44,3 +46,30 @@ def check_name(name: str) -> None:
     if not COLLECTION_NAME.match(name):
         raise coded(ValidationException(f"invalid collection name {name!r}: use 1-64 letters, digits, '.', '_' or "
                                         "'-', starting with a letter or digit"), "invalid_collection_name")
+
+
+def new_name_and_title(services: Services, name: str | None, title: str | None) -> tuple[str, str]:
+    """A new collection's API name and display name: either may be left out (not both). A title is checked
+    (400 `invalid_collection_title`) and may not be another collection's (409 `collection_exists`); a name
+    made from it is unique."""
+    if name is None and title is None:
+        raise coded(ValidationException("give the collection a name or a title"), "invalid_collection_name")
+    if name is not None:
+        check_name(name)
+    if title is None:
+        return name, name
+    try:
+        title = check_title(title)
+    except TitleError as err:
+        raise coded(ValidationException(str(err), extra={"limit": TITLE_MAX}), "invalid_collection_title") from None
+    folded = title.casefold()
+    # the titles alone, not list_collections' counts of every collection's chunks; a deleted collection
+    # ('~deleted-<id>' until purged) has given its title up, and an untitled row reads as its name
+    with services.store.session() as s:
+        rows = s.exec(select(Collection.name, Collection.title).where(~col(Collection.name).startswith("~"))).all()
+    if any((t or n).casefold() == folded for n, t in rows):
+        raise coded(HTTPException(status_code=409, detail=f"a collection titled {title!r} already exists",
+                                  extra={"name": title}), "collection_exists")
+    if name is None:
+        name = unique_name(name_for_title(title), lambda n: services.store.get_collection(n) is not None)
+    return name, title

@@ -13,6 +13,7 @@ from litestar.params import Parameter
 
 from indexes.jobs import Jobs
 from indexes.models import IngestJob
+from indexes.reasons import with_code
 
 from assistant.security.access import Identity, authorize, scoped
 from assistant.security.redaction import client_path, strip_server_paths
@@ -137,9 +138,9 @@ class JobController(Controller):
         jobs = jobs_of(services)
         await to_thread.run_sync(require_own_job, services, identity, job_id)
         rows = await to_thread.run_sync(lambda: jobs.files(job_id, state=file_state, offset=offset, limit=limit))
-        return {"job": job_id, "files": [
-            {"path": f.path, "state": f.state, "reason": strip_server_paths(f.reason or "", services.settings) or None, "chunks": f.chunks, "size": f.size,
-             "updated_at": f.updated_at.isoformat()} for f in rows
+        return {"job": job_id, "files": [with_code(
+            {"path": f.path, "state": f.state, "reason": strip_server_paths(f.reason or "", services.settings) or None,
+             "chunks": f.chunks, "size": f.size, "updated_at": f.updated_at.isoformat()}, f.reason) for f in rows
         ]}
 
     @post("/{job_id:int}/retry", status_code=202)

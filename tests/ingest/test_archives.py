@@ -54,7 +54,7 @@ def pages(tmp_path: Path, files: dict[str, bytes], name: str) -> dict[str, str]:
 
 def test_notion_pages_and_databases_are_titled_by_their_place(tmp_path):
     titles = pages(tmp_path, notion_files(), "Export-1a2b.zip")
-    wiki = "Export-1a2b/Team Wiki 0123456789abcdef0123456789abcdef"
+    wiki = "Team Wiki 0123456789abcdef0123456789abcdef"  # the zip's own name is no part of the paths
     assert titles == {
         f"{wiki}.md": "Team Wiki",
         f"{wiki}/Onboarding 4567456745674567456745674567abcd.md": "Team Wiki › Onboarding",
@@ -68,11 +68,11 @@ def test_notion_pages_and_databases_are_titled_by_their_place(tmp_path):
 def test_confluence_pages_are_titled_by_breadcrumbs_or_the_index(tmp_path):
     titles = pages(tmp_path, confluence_files(), "TEAM.zip")
     assert titles == {
-        "TEAM/TEAM/index.html": "Team Wiki",
-        "TEAM/TEAM/Onboarding_65538.html": "Team Wiki › Onboarding",
-        "TEAM/TEAM/Laptops_65540.html": LAPTOPS_TITLE,
-        "TEAM/TEAM/VPN_65541.html": "Team Wiki › Onboarding › VPN",  # no breadcrumbs: index.html's list
-        "TEAM/TEAM/attachments/65540/65543.txt": "65543.txt",  # not a page: its own name
+        "TEAM/index.html": "Team Wiki",
+        "TEAM/Onboarding_65538.html": "Team Wiki › Onboarding",
+        "TEAM/Laptops_65540.html": LAPTOPS_TITLE,
+        "TEAM/VPN_65541.html": "Team Wiki › Onboarding › VPN",  # no breadcrumbs: index.html's list
+        "TEAM/attachments/65540/65543.txt": "65543.txt",  # not a page: its own name
     }  # the stylesheet and the chrome icons are left out
 
 
@@ -116,8 +116,32 @@ def test_the_same_zip_again_skips_its_pages_and_a_newer_one_drops_the_gone(tmp_p
     third = ingest_paths(store, embedder, [zip_path], "wiki", parse_process=False)
     assert (third.files_ingested, third.files_skipped, third.files_removed) == (0, 4, 1)
     docs = store.list_documents(store.require_collection("wiki"))
-    assert len(docs) == 4 and all(d.path.startswith("export/Team Wiki ") for d in docs)
+    assert len(docs) == 4 and all(d.path.startswith("Team Wiki ") for d in docs)  # no "export/" before them
     assert len(list((store.data_dir / "archives" / "wiki").iterdir())) == 1  # one place per zip
+
+
+def test_a_later_zip_holding_the_same_path_replaces_the_earlier_document(tmp_path, store, embedder):
+    """A document is its collection and path: the path inside the zip, with nothing of the zip's name, so a
+    second zip holding it replaces it, as uploading the file again would; within one run the second is
+    refused with the reason."""
+    first, second = tmp_path / "handbook-2025.zip", tmp_path / "handbook-2026.zip"
+    first.write_bytes(zip_of({"handbook/leave.md": "# Leave\n\nTwenty days of leave a year.\n",
+                              "handbook/travel.md": "# Travel\n\nBook trains for trips under four hours.\n"}))
+    second.write_bytes(zip_of({"handbook/leave.md": "# Leave\n\nTwenty-five days of leave a year.\n"}))
+    assert ingest_paths(store, embedder, [first], "hr", parse_process=False).files_ingested == 2
+    later = ingest_paths(store, embedder, [second], "hr", parse_process=False)
+    assert (later.files_ingested, later.files_removed) == (1, 0)
+    docs = {d.path: d for d in store.list_documents(store.require_collection("hr"))}
+    assert sorted(docs) == ["handbook/leave.md", "handbook/travel.md"]
+    assert "Twenty-five" in (Path(docs["handbook/leave.md"].root) / "handbook/leave.md").read_text()
+    # the first zip again puts its own version back; the second's other paths are left alone
+    assert ingest_paths(store, embedder, [first], "hr", parse_process=False).files_ingested == 1
+    docs = {d.path: d for d in store.list_documents(store.require_collection("hr"))}
+    assert "Twenty days" in (Path(docs["handbook/leave.md"].root) / "handbook/leave.md").read_text()
+
+    both = ingest_paths(store, embedder, [first, second], "both", parse_process=False)
+    assert (both.files_ingested, both.files_failed) == (2, 1)
+    assert "same path as a file under" in both.failures[0].reason
 
 
 def run_worker(services) -> int:
@@ -151,9 +175,9 @@ async def test_uploaded_exports_show_their_hierarchy_in_search_sources(client, s
                                                     "k": 10})).json()["hits"]
     laptops = [h for h in hits if h["title"] == LAPTOPS_TITLE]
     assert {h["path"] for h in laptops} == {
-        "notion-export/Team Wiki 0123456789abcdef0123456789abcdef/Onboarding 4567456745674567456745674567abcd/"
+        "Team Wiki 0123456789abcdef0123456789abcdef/Onboarding 4567456745674567456745674567abcd/"
         "Laptops 89ab89ab89ab89ab89ab89ab89ab89ab.md",
-        "confluence-export/TEAM/Laptops_65540.html"}
+        "TEAM/Laptops_65540.html"}
     assert hits[0]["title"] == LAPTOPS_TITLE
     vpn = (await client.get("/api/search", params={"q": "hardware token VPN", "collection": "wiki"})).json()["hits"][0]
     assert vpn["title"] == "Team Wiki › Onboarding › VPN" and VPN[:20] in vpn["snippet"]

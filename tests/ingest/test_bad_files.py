@@ -81,3 +81,11 @@ def test_bad_files_are_listed_and_the_rest_indexed(tmp_path, settings_factory, e
     assert states["odd-\\xff-name\nwith newline.md"] == ("done", None)
     assert info["files_total"] == len(states) == 17
     assert {e["path"] for e in info["errors"]} == {p for p, (s, _) in states.items() if s == "failed"}
+    # each reason also as a code and its values, for the page to say in its reader's language
+    codes = {e["path"]: (e["code"], e["values"]) for e in info["errors"] + info["skipped"]}
+    assert codes["locked.pdf"] == ("pdf_encrypted", {}) and codes["empty.md"] == ("empty_file", {})
+    assert codes["blob.dat"] == ("binary_file", {"type": ".dat"}) and codes["fifo"] == ("not_a_file", {"what": "FIFO"})
+    assert codes["loop-a"] == ("link_loop", {}) and codes["dangling.md"] == ("link_broken", {})
+    assert codes["broken.pdf"][0] == "pdf_damaged" and codes["noise.txt"][0] == "not_text"
+    assert codes["huge.txt"][0] == "file_too_large" and codes["huge.txt"][1]["limit_mb"] == "0.1"
+    assert all(code != "other" for code, _ in codes.values()), codes

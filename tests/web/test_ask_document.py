@@ -1,11 +1,16 @@
 """Ask about one document from the page, in headless Chromium against the real server (echo backend): from
 its row in the documents view and from a source's preview; the request names the document, the answer's
-sources are that document's, and the choice is undone by its ✕."""
+sources are that document's, the choice is undone by its ✕, and a reload asks where the conversation's last
+question was asked (the scope is kept with the turn). Screenshots at 390 and 1440 px; no serious or
+critical axe-core violation."""
 
 from __future__ import annotations
 
 import httpx
 import pytest
+
+from tests.web.conftest import artifacts_dir
+from tests.web.test_first_visit import shoot
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 expect = sync_api.expect
@@ -31,7 +36,7 @@ def last_turn(base: str) -> dict:
     return httpx.get(f"{base}/api/conversations/{conv['id']}", timeout=10).json()["turns"][-1]
 
 
-def test_a_document_is_asked_about_from_its_row_and_from_the_preview(page, live_server):
+def test_a_document_is_asked_about_from_its_row_and_from_the_preview(page, live_server, tmp_path_factory):
     docs = httpx.get(f"{live_server}/api/collections/docs/documents", timeout=10).json()["documents"]
     bicycle = next(d for d in docs if d["path"] == "bicycle.md")
 
@@ -67,3 +72,20 @@ def test_a_document_is_asked_about_from_its_row_and_from_the_preview(page, live_
     sourdough = next(d for d in docs if d["path"] == "sourdough.md")
     assert body["document"] == sourdough["id"]
     assert {s["path"] for s in last_turn(live_server)["sources"]} == {"sourdough.md"}
+
+    # a reload: the conversation's last question was about that document, and so are the next ones
+    page.reload()
+    expect(page.locator(".turn")).to_have_count(3)
+    expect(page.locator("#doc-scope")).to_contain_text("Questions are about Sourdough bread alone.")
+    problems: dict[str, list[str]] = {}
+    shoot(page, artifacts_dir(tmp_path_factory), problems, "scope-after-reload")
+    assert not problems, problems
+    body = ask_and_wait(page, "How long is the bulk fermentation?")
+    assert body["document"] == sourdough["id"]
+    assert last_turn(live_server)["document"]["path"] == "sourdough.md"
+    # asked of the collections again: a reload keeps that too
+    page.get_by_role("button", name="Ask the collections again, not this document").click()
+    assert "document" not in ask_and_wait(page, "How often is the chain lubricated?")
+    page.reload()
+    expect(page.locator(".turn")).to_have_count(5)
+    expect(page.locator("#doc-scope")).to_have_count(0)

@@ -78,8 +78,9 @@ def test_a_new_user_drops_three_files_and_gets_an_answer_with_sources(browser, e
 
         page.evaluate(DROP, ["#start-drop", list(DOCS.items())])
         expect(page.locator("#start-progress")).to_contain_text("is ready", timeout=INGEST_TIMEOUT_MS)
-        name = "sourdough-bicycle-and-1-more"  # named after the files: the first two, and how many more
-        expect(page.locator("#start-progress")).to_contain_text(name)
+        # titled after the files (the first two, and how many more); the server made its API name
+        expect(page.locator("#start-progress")).to_contain_text("“sourdough, bicycle and 1 more”")
+        name = "sourdough-bicycle-and-1-more"
         expect(page.locator("#start")).to_be_hidden()
         expect(page.locator("#ask")).to_be_enabled()
         expect(page.locator("#ask-reason")).to_be_hidden()
@@ -200,6 +201,8 @@ def test_a_stopped_turn_without_words_a_queued_message_that_goes_with_its_job_an
         actions = page.locator(".turn-actions button")
         expect(actions).to_have_count(1)
         expect(actions).to_have_class(re.compile("regenerate"))
+        shoot(page, artifacts_dir(tmp_path_factory), problems, "stopped-before-an-answer")
+        assert not problems, f"serious or critical accessibility violations: {problems}"
         actions.click()  # answered again: now a whole answer, with all its actions
         expect(page.locator(".turn-actions .feedback-up")).to_be_visible(timeout=ANSWER_TIMEOUT_MS)
         expect(page.locator(".stopped-mark")).to_have_count(0)
@@ -253,7 +256,8 @@ def test_a_text_without_line_breaks_opens_at_its_highlight_in_parts(browser, emp
         assert not problems, f"serious or critical accessibility violations: {problems}"
 
 
-def test_a_spreadsheet_is_named_by_its_sheets_and_tables_are_shown_as_tables(browser, empty_server, tmp_path):
+def test_a_spreadsheet_is_named_by_its_sheets_and_tables_are_shown_as_tables(browser, empty_server, tmp_path,
+                                                                             tmp_path_factory):
     """A workbook's source says its sheet (not "page 2") and previews as a table, as does a PDF's ruled table."""
     from tests.support.table_fixtures import write_pdf, write_xlsx
 
@@ -276,6 +280,10 @@ def test_a_spreadsheet_is_named_by_its_sheets_and_tables_are_shown_as_tables(bro
         expect(page.locator("#preview-meta")).to_contain_text("sheet “")
         expect(page.locator("#preview .passage-chunk.has-table table").first).to_be_visible()
         expect(page.locator("#preview .passage")).not_to_contain_text("|---")
+        problems: dict[str, list[str]] = {}
+        shoot(page, artifacts_dir(tmp_path_factory), problems, "sheet-table")
         page.click("#preview-close")
         page.locator(".turn .source-card", has_text="prices.pdf").first.click()
         expect(page.locator("#preview .passage-chunk.has-table table th", has_text="Response SLA").first).to_be_visible()
+        shoot(page, artifacts_dir(tmp_path_factory), problems, "pdf-table")
+        assert not problems, f"serious or critical accessibility violations: {problems}"

@@ -1,6 +1,6 @@
 """What became of each file of an ingestion job, on the page: the job card counts the ingested, failed and
-skipped files and names each failed or skipped one with its reason (a skipped one by its kind: image,
-empty file...); the documents view lists the last job's files that were not ingested, with a button that
+skipped files and names each failed or skipped one with its reason in the page's language (a skipped one
+whose reason the page has no words for, by its kind too); the documents view lists the last job's files that were not ingested, with a button that
 reads the failed ones again. Headless Chromium against the real server (echo backend, a worker beside it)."""
 
 from __future__ import annotations
@@ -45,12 +45,13 @@ def test_an_empty_pdf_beside_two_notes_is_named_with_its_reason_and_a_failed_one
     card = job_card(page)
     expect(card.locator(".job-facts")).to_have_text("2 ingested, 1 skipped")
     expect(card.locator(".job-skipped summary")).to_have_text("Skipped files (1)")
-    assert listed(card, "skipped") == [{"path": "blank.pdf", "kind": "empty file", "reason": "empty file"}]
+    # a reason the page says in its own words needs no kind before it
+    assert listed(card, "skipped") == [{"path": "blank.pdf", "kind": None, "reason": "empty file"}]
     expect(page.locator("#document-rows tr")).to_have_count(2)
     last = page.locator("#last-job")
     expect(last).to_be_visible()
     expect(last.locator("h4")).to_contain_text("Not ingested by the last job")
-    assert listed(last, "skipped") == [{"path": "blank.pdf", "kind": "empty file", "reason": "empty file"}]
+    assert listed(last, "skipped") == [{"path": "blank.pdf", "kind": None, "reason": "empty file"}]
     expect(last.locator("#retry-failed")).to_have_count(0)  # nothing failed: nothing to read again
 
     # a damaged PDF fails: the card and the documents view name it, and it can be read again
@@ -64,7 +65,7 @@ def test_an_empty_pdf_beside_two_notes_is_named_with_its_reason_and_a_failed_one
     expect(last.locator(".job-failed")).to_have_attribute("open", "")
     expect(last.locator(".job-failed li[data-path='torn.pdf'] .job-error-reason")).to_contain_text("PDF")
     last.locator("#retry-failed").click()
-    expect(page.locator("#docs-status")).to_have_text("Reading 1 failed files again.")
+    expect(page.locator("#docs-status")).to_have_text("Reading 1 failed file again.")
     expect(page.locator(".job")).to_have_count(3)
     retried = job_card(page)
     expect(retried.locator(".job-facts")).to_have_text("0 ingested, 1 failed")
@@ -77,8 +78,8 @@ def test_images_left_out_are_said_to_be_images_in_english_and_chinese(page):
                                                             "buffer": GIF} for i in range(3))])
     card = job_card(page)
     expect(card.locator(".job-facts")).to_have_text("1 ingested, 3 skipped")
-    assert listed(card, "skipped") == [{"path": f"photo{i}.gif", "kind": "image",
-                                        "reason": "image file: text is read from PNG, JPEG and TIFF images only"}
+    assert listed(card, "skipped") == [{"path": f"photo{i}.gif", "kind": None,
+                                        "reason": "image type whose text is not read (PNG, JPEG and TIFF are)"}
                                        for i in range(3)]
     assert listed(page.locator("#last-job"), "skipped") == listed(card, "skipped")
 
@@ -87,4 +88,4 @@ def test_images_left_out_are_said_to_be_images_in_english_and_chinese(page):
     card = job_card(page)
     expect(card.locator(".job-facts")).to_have_text("已导入 1 个，跳过 3 个")
     expect(card.locator(".job-skipped summary")).to_have_text("跳过的文件（3）")
-    assert {f["kind"] for f in listed(card, "skipped")} == {"图片"}
+    assert {f["reason"] for f in listed(card, "skipped")} == {"不读取这种图片中的文字（只读取 PNG、JPEG 和 TIFF）"}

@@ -1,7 +1,7 @@
 """The wait for an answer, in the page, against the real in-process llama.cpp (the packaged Gemma-3-270M,
 reading the prompt 16 tokens at a time): "Reading the sources… N %" as the model reads, the seconds gone
 beside it (hidden from screen readers), and from the second question on, the usual wait the last answers
-took; screenshots of the wait at 1440 and 390 pixels wide."""
+took; screenshots of the wait at 1440 and 390 pixels wide, with no serious or critical axe-core violation."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import re
 import pytest
 
 from tests.web.conftest import DOCS, artifacts_dir, assistant_command, base_env, checked_page, ingest, running_server, write_folder
+from tests.web.test_looks import axe_problems
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 expect = sync_api.expect
@@ -44,25 +45,31 @@ def reading_web(tmp_path_factory):
         yield base
 
 
-def ask_and_record(page, question: str, turns: int, shot: str | None = None, shots=None) -> list[dict]:
-    """Ask the conversation's `turns`-th question; what its state line showed until the answer ended."""
+def ask_and_record(page, question: str, turns: int, shot: str | None = None, shots=None,
+                   problems: list[str] | None = None) -> list[dict]:
+    """Ask the conversation's `turns`-th question; what its state line showed until the answer ended (with
+    `shot`, a screenshot while the sources are read, and axe-core's serious findings then added to `problems`)."""
     page.evaluate(RECORD)
     page.fill("#question", question)
     page.press("#question", "Enter")
     if shot:
         expect(page.locator(".answer-state").last).to_contain_text(re.compile(r"\d+ %"), timeout=ANSWER_TIMEOUT_MS)
         page.screenshot(path=str(shots / shot))
+        if problems is not None:
+            problems.extend(f"{shot}: {line}" for line in axe_problems(page))
     expect(page.locator(".turn-actions")).to_have_count(turns, timeout=ANSWER_TIMEOUT_MS)
     return page.evaluate("window.waitTexts")
 
 
 def test_the_page_shows_the_reading_the_seconds_and_the_usual_wait(browser, reading_web, tmp_path_factory):
     shots = artifacts_dir(tmp_path_factory)
+    problems: list[str] = []
     for width, height in ((1440, 900), (390, 844)):
         with checked_page(browser, reading_web, viewport={"width": width, "height": height}) as page:
             page.goto("/")
             expect(page.locator("#collection")).to_be_enabled()
-            seen = ask_and_record(page, "How often should the starter be fed?", 1, f"wait-reading-{width}.png", shots)
+            seen = ask_and_record(page, "How often should the starter be fed?", 1, f"wait-reading-{width}.png", shots,
+                                  problems)
             texts = [s["text"] for s in seen]
             shares = [int(m[1]) for t in texts if (m := re.search(r"Reading the sources… (\d+) %", t))]
             assert shares and shares == sorted(shares) and len(set(shares)) > 1, texts
@@ -78,6 +85,7 @@ def test_the_page_shows_the_reading_the_seconds_and_the_usual_wait(browser, read
             usual = max(1, int(kept[0] / 1000 + 0.5))  # as the page rounds (Math.round)
             assert any(f"(usually about {usual} s)" in s["text"] for s in seen), [s["text"] for s in seen]
             assert len(page.evaluate("JSON.parse(localStorage.getItem('rag.waits'))")) == 2
+    assert not problems, "serious or critical accessibility violations while waiting:\n" + "\n".join(problems)
 
 
 def test_the_seconds_gone_tick_beside_the_state_whatever_the_machine(browser, reading_web):

@@ -101,6 +101,17 @@ async def test_a_document_too_long_is_answered_from_its_own_chunks_alone(client,
     assert any(s["line_start"] <= permit_line <= s["line_end"] for s in sources)
 
 
+async def test_the_document_asked_about_is_kept_with_the_turn(client, ids):
+    """A reload shows which document a conversation's question was about (the page asks there again); a
+    question of the collections keeps none, and a stopped turn keeps it too."""
+    conv = (await client.post("/api/conversations", json={"collections": ["handbook"]})).json()
+    await ask(client, question="When is the email account ready?", document=ids.guide, conversation_id=conv["id"])
+    await ask(client, question="And the parking permits?", collection="handbook", conversation_id=conv["id"])
+    turns = (await client.get(f"/api/conversations/{conv['id']}")).json()["turns"]
+    assert turns[0]["document"] == {"id": ids.guide, "collection": "handbook", "path": GUIDE, "title": "Onboarding"}
+    assert turns[1]["document"] is None
+
+
 async def test_whole_or_not_is_decided_by_the_backend_s_own_count(ids, services):
     """The same document, a window too small for it: retrieved; one just large enough: whole."""
     parts = document_parts(services.store, reading.document_by_id(services.store, ids.long))

@@ -108,7 +108,7 @@ async def exercise_every_tool(session: ClientSession) -> None:
     assert {"query", "collection", "k", "paths", "kinds"} <= set(search_schema["properties"])
 
     colls = payload(await session.call_tool("list_collections", {}))["collections"]
-    assert colls == [{"name": "project", "documents": 3, "chunks": 7, "failed": 0, "embedder": colls[0]["embedder"]}]
+    assert colls == [{"name": "project", "title": "project", "documents": 3, "chunks": 7, "failed": 0, "embedder": colls[0]["embedder"]}]
 
     found = payload(await session.call_tool("search", {"query": "how do I roll back a release?", "k": 3}))
     top = found["hits"][0]

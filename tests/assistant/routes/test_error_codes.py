@@ -22,7 +22,8 @@ async def test_collection_errors_name_their_code(client, services):
     assert (await client.post("/api/collections", json={"name": "notes"})).status_code == 201
     again = await client.post("/api/collections", json={"name": "notes"})
     assert again.status_code == 409
-    assert again.json() == {"status_code": 409, "detail": "collection 'notes' already exists", "code": "collection_exists"}
+    assert again.json() == {"status_code": 409, "detail": "collection 'notes' already exists", "code": "collection_exists",
+                            "extra": {"name": "notes"}}
 
     bad = await client.post("/api/collections", json={"name": "笔记"})
     assert bad.status_code == 400 and bad.json()["code"] == "invalid_collection_name"
@@ -56,7 +57,7 @@ async def test_server_folder_errors_name_their_code(client, services, allowed, t
 async def test_other_errors_get_the_code_of_their_status(client, services):
     """Litestar's validation (its field list kept in `extra`), unknown routes, and the browser defences'
     refusals, which answer before any route."""
-    invalid = await client.post("/api/collections", json={})
+    invalid = await client.post("/api/collections", json={"name": ["x"]})
     assert invalid.status_code == 400 and invalid.json()["code"] == "invalid_request"
     assert isinstance(invalid.json()["extra"], list) and invalid.json()["extra"]
     nowhere = await client.get("/api/nowhere")

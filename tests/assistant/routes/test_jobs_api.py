@@ -61,12 +61,18 @@ async def test_server_side_source_is_queued_run_by_the_worker_and_reported(clien
     assert (info["files_total"], info["files_done"], info["files_ingested"]) == (3, 3, 1)
     assert (info["files_failed"], info["files_skipped"], info["eta_s"]) == (1, 1, 0.0)
     assert info["chunks"] == 1 and info["rate_files_per_s"] > 0
-    assert info["errors"] == [{"path": "locked.pdf", "reason": info["errors"][0]["reason"], "kind": "damaged"}]
+    # each reason with its code (and values), for a client to say in its reader's language
+    assert info["errors"] == [{"path": "locked.pdf", "reason": info["errors"][0]["reason"], "kind": "damaged",
+                               "code": "pdf_damaged", "values": {}}]
     assert info["errors"][0]["reason"].startswith("damaged or invalid PDF")
-    assert info["skipped"] == [{"path": "empty.md", "reason": "empty file", "kind": "empty"}]
+    assert info["skipped"] == [{"path": "empty.md", "reason": "empty file", "kind": "empty", "code": "empty_file",
+                                "values": {}}]
     assert info["files_unchanged"] == 0
     files = (await client.get(f"/api/jobs/{job_id}/files", params={"state": "skipped"})).json()["files"]
-    assert [(f["path"], f["reason"]) for f in files] == [("empty.md", "empty file")]
+    assert [(f["path"], f["reason"], f["code"]) for f in files] == [("empty.md", "empty file", "empty_file")]
+    docs = (await client.get("/api/collections/team/documents")).json()["documents"]
+    assert {(d["path"], d["error_code"]) for d in docs if d["error"]} == {("locked.pdf", "pdf_damaged")}
+    assert all(d["error_code"] is None for d in docs if not d["error"])
     listed = (await client.get("/api/jobs/", params={"collection": "team"})).json()
     assert [j["id"] for j in listed] == [job_id]
     hits = (await client.get("/api/search", params={"q": "night shift handover", "collection": "team"})).json()["hits"]
