@@ -31,7 +31,7 @@ import zipfile
 from pathlib import Path
 from typing import Iterable
 
-from ingest.sources import DEFAULT_EXCLUDE, Scan, SourceProblem, resolve_root, scan
+from ingest.sources import DEFAULT_EXCLUDE, Scan, SourceFile, SourceProblem, display_name, resolve_root, scan
 
 MAX_MEMBERS = 50_000
 MAX_UNPACKED_BYTES = 4 * 1024**3
@@ -59,10 +59,17 @@ def archives_dir(data_dir: str | os.PathLike[str], collection: str) -> Path:
 
 
 def scan_path(path: str | os.PathLike[str], archives: Path | None, *, use_git: bool = True,
-              exclude: Iterable[str] | None = None) -> Scan:
+              exclude: Iterable[str] | None = None, root: str | os.PathLike[str] | None = None) -> Scan:
     """`sources.scan` of a path, a zip (with `archives`, where to unpack it) scanned as the folder it holds;
-    a refused zip is one failed file with the reason."""
+    a refused zip is one failed file with the reason. A plain file inside `root` (an upload folder) is named
+    by its path under it, so that a folder's uploaded files keep their subfolders."""
     base = resolve_root(path)
+    if root is not None and base.is_file() and not (archives is not None and is_archive(base)):
+        top = resolve_root(root)
+        if base.is_relative_to(top):
+            info = base.stat()
+            rel = display_name(base.relative_to(top).as_posix())
+            return Scan(top, False, files=[SourceFile(base, rel, top, info.st_size, info.st_mtime)])
     if archives is None or not is_archive(base):
         return scan(path, use_git=use_git, exclude=exclude)
     try:

@@ -350,13 +350,14 @@ def ingest_paths(
     options: IngestOptions | None = None,
     progress: Progress | None = None,
     link: JobLink | None = None,
+    root: str | os.PathLike[str] | None = None,
     **option_values: Any,
 ) -> IngestReport:
     """Bring a collection up to date with the files under paths (folders or single files).
 
     option_values are IngestOptions fields (chunk_tokens=..., max_file_bytes=...) when no options
     object is given. embedder is one embedder, or the set a new collection's is chosen from
-    (`collection_embedder`).
+    (`collection_embedder`). root: the upload folder whose files are named by their path inside it.
     """
     started = time.perf_counter()
     options = options or IngestOptions(**option_values)
@@ -365,7 +366,7 @@ def ingest_paths(
         if not Path(p).expanduser().exists():
             raise FileNotFoundError(f"no such file or folder: {p}")
     archives = archives_dir(store.data_dir, collection)  # where a zip among the paths is unpacked
-    scans = [scan_path(p, archives, use_git=options.use_git, exclude=options.exclude) for p in paths]
+    scans = [scan_path(p, archives, use_git=options.use_git, exclude=options.exclude, root=root) for p in paths]
     embedder, coll = collection_embedder(store, embedder, collection, scans)
     run = IngestRun(store, embedder, coll, options, progress, link)
     try:

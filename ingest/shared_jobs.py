@@ -92,7 +92,8 @@ def shared_job(store: Store, jobs: Jobs, leases: FileLeases, embedder: EmbedderL
     paths = [str(Path(p)) for p in params.get("paths", [])]
     coll = open_collection(store, embedder, job.collection)
     archives = archives_dir(store.data_dir, job.collection)
-    scans = [scan_path(p, archives, use_git=options.use_git, exclude=options.exclude) for p in paths]
+    scans = [scan_path(p, archives, use_git=options.use_git, exclude=options.exclude, root=params.get("root"))
+             for p in paths]
     files = {f.rel_path: f for sc in scans for f in sc.files}
     problems = {p.rel_path: p for sc in scans for p in sc.problems}
     jobs.add_files(job.id, [FileState(f.rel_path, "pending", size=f.size) for f in files.values()]

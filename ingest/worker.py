@@ -163,7 +163,7 @@ class Worker:
                 options = options_from(self.settings, params.get("options"))
                 progress = self.progress(job) if self.progress else None
                 report = ingest_paths(self.store, self.embedder, params.get("paths", []), job.collection,
-                                      options=options, link=link, progress=progress)
+                                      options=options, link=link, progress=progress, root=params.get("root"))
         except Exception as exc:
             if is_no_space(exc):
                 return self._out_of_space(job, link)

@@ -123,9 +123,10 @@ export const api = {
   documents: (name) => getJSON(`/api/collections/${encodeURIComponent(name)}/documents`),
   deleteDocument: (name, id) => sendJSON("DELETE", `/api/collections/${encodeURIComponent(name)}/documents/${id}`),
   addSource: (name, path) => sendJSON("POST", `/api/collections/${encodeURIComponent(name)}/sources`, { path }),
-  upload: async (name, files) => {
+  /** Upload files under `names` (their paths inside a folder; their own names by default). */
+  upload: async (name, files, names = files.map((f) => f.name)) => {
     const form = new FormData();
-    for (const f of files) form.append("files", f, f.name);
+    files.forEach((f, i) => form.append("files", f, names[i]));
     return (await request(`/api/collections/${encodeURIComponent(name)}/documents`, { method: "POST", body: form })).json();
   },
   jobs: (collection) => getJSON(`/api/jobs?limit=20${collection ? `&collection=${encodeURIComponent(collection)}` : ""}`),

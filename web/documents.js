@@ -10,7 +10,7 @@ import { reasonText, saidInOwnWords } from "./reasons.js";
 import { loadCollections as refreshPicker } from "./chat.js";
 import { confirmThen, el } from "./dom.js";
 import { askButton, wireAskAbout } from "./ask_about.js";
-import { wireDropZone } from "./start.js";
+import { uploadNames, wireDropZone } from "./start.js";
 import { FINISHED, counting, currentFiles, outcomes, shownSeconds, timeLeft } from "./jobs.js";
 
 const $ = (sel) => document.querySelector(sel);
@@ -318,7 +318,7 @@ async function showLastJob(job, collection) {
 async function uploadFiles(files) {
   if (!files.length || !selected) return;
   try {
-    const res = await api.upload(selected, files);
+    const res = await api.upload(selected, files, uploadNames(files));
     note(t(res.files.length === 1 ? "docs.queued1" : "docs.queued", { n: res.files.length }), "info", res.job);
     watchJob(res.job);
   } catch (err) {

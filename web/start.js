@@ -10,14 +10,37 @@ import { FINISHED, outcomes } from "./jobs.js";
 const $ = (sel) => document.querySelector(sel);
 const POLL_MS = 700;
 
-/** Files of a drop, folders walked (webkitGetAsEntry) so that a dropped folder gives its files. */
+/** The path of each file of a dropped folder (the entry's, from the dropped item), by file. */
+const dropPaths = new WeakMap();
+
+/** A file's path as the server names it: inside the picked or dropped folder (`a/index.md`), else its name. */
+export function relativePath(file) {
+  return (dropPaths.get(file) || file.webkitRelativePath || file.name).replace(/^\/+/, "");
+}
+
+/**
+ * The names files are uploaded under: their paths, less the one folder they were all picked or dropped in
+ * (the collection is titled after it), so that `a/index.md` and `b/index.md` stay two documents.
+ */
+export function uploadNames(files) {
+  const paths = files.map(relativePath);
+  const tops = new Set(paths.map((p) => (p.includes("/") ? p.split("/")[0] : "")));
+  const [top] = tops;
+  return tops.size === 1 && top ? paths.map((p) => p.slice(top.length + 1)) : paths;
+}
+
+/** Files of a drop, folders walked (webkitGetAsEntry) so that a dropped folder gives its files, with their paths. */
 export async function droppedFiles(transfer) {
   const items = transfer.items?.length ? [...transfer.items] : [];
   const entries = items.map((i) => i.webkitGetAsEntry?.()).filter(Boolean);
   if (!entries.length) return { files: [...transfer.files], folder: "" };
   const files = [];
   const walk = async (entry) => {
-    if (entry.isFile) files.push(await new Promise((ok, fail) => entry.file(ok, fail)));
+    if (entry.isFile) {
+      const file = await new Promise((ok, fail) => entry.file(ok, fail));
+      dropPaths.set(file, entry.fullPath);
+      files.push(file);
+    }
     else if (entry.isDirectory) {
       const reader = entry.createReader();
       for (;;) {
@@ -91,7 +114,7 @@ async function startWith(files, folder, ready) {
     const made = await createFresh(collectionTitleFor(files, folder));
     const { name, title } = made;
     say(t(files.length === 1 ? "start.uploading1" : "start.uploading", { n: files.length, name: title }));
-    const res = await api.upload(name, files);
+    const res = await api.upload(name, files, uploadNames(files));
     const job = await follow(res.job);
     const n = outcomes(job);
     if (!n.ingested && !n.unchanged) {

@@ -56,10 +56,12 @@ def uploads_dir(services: Services, collection: str) -> Path:
     return Path(services.settings.data_dir) / "uploads" / collection
 
 
-def enqueue(services: Services, collection: str, paths: list[str], kind: str, owner_key: int | None) -> dict:
+def enqueue(services: Services, collection: str, paths: list[str], kind: str, owner_key: int | None,
+            root: str | None = None) -> dict:
+    """Queue a job over paths; `root`: the upload folder, whose files are named by their path inside it."""
     coll = services.store.get_collection(collection)
-    job = Jobs(services.store.engine).enqueue(coll.id if coll else 0, collection, {"paths": paths}, kind=kind,
-                                              owner_key=owner_key)
+    params: dict = {"paths": paths, **({"root": root} if root else {})}
+    job = Jobs(services.store.engine).enqueue(coll.id if coll else 0, collection, params, kind=kind, owner_key=owner_key)
     return {"job": job.id, "collection": collection, "status": job.status, "url": f"/api/jobs/{job.id}"}
 
 
@@ -102,13 +104,14 @@ async def upload_documents(request: Request, services: Services, identity: Ident
         for f in files:
             await f.close()
     try:
-        result = await to_thread.run_sync(enqueue, services, name, [str(p) for p in saved], "upload", identity.key_id)
+        result = await to_thread.run_sync(enqueue, services, name, [str(p) for p in saved], "upload", identity.key_id,
+                                          str(uploads_dir(services, name).resolve()))
     except OperationalError as exc:
         if not is_no_space(exc):
             raise
         raise InsufficientStorage("the server's disk is full: the files were saved but their ingestion could not be "
                                   "queued; send them again once space is freed") from None
-    return {**result, "files": [p.name for p in saved]}
+    return {**result, "files": names}
 
 
 @delete("/api/collections/{name:str}/documents/{document_id:int}", status_code=200, tags=TAGS, opt=scoped("ingest"))

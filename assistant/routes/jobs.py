@@ -65,16 +65,17 @@ def job_progress(services: Services, identity: Identity, job_id: int) -> dict:
 RETRYABLE_KINDS = ("sync", "upload")
 
 
-def retry_sources(sources: list[str], failed: set[str]) -> list[str]:
+def retry_sources(sources: list[str], failed: set[str], root: str | None = None) -> list[str]:
     """The sources of a job that hold its failed files: a single file when it is one of them (a file source's
-    relative path is its name), a folder when one of them still lies in it (the folder's unchanged files are
-    then skipped by their hash, its failed ones read again)."""
+    relative path is its name, or its path inside `root`, the upload folder), a folder when one of them still
+    lies in it (the folder's unchanged files are then skipped by their hash, its failed ones read again)."""
     out = []
     for raw in sources:
         path = Path(raw)
         if path.is_dir() and any((path / rel).is_file() for rel in failed):
             out.append(raw)
-        elif path.is_file() and path.name in failed:
+        elif path.is_file() and (path.name in failed or (root is not None and path.resolve().is_relative_to(root)
+                                                         and path.resolve().relative_to(root).as_posix() in failed)):
             out.append(raw)
     return out
 
@@ -86,9 +87,11 @@ def retry_failed(services: Services, identity: Identity, job_id: int) -> dict:
     if job.kind not in RETRYABLE_KINDS:
         raise coded(ClientException(f"a {job.kind} job has no files to retry", status_code=409), "nothing_to_retry")
     failed = {f.path for f in jobs_of(services).files(job_id, state="failed", limit=100_000)}
-    sources = [str(p) for p in json.loads(job.params or "{}").get("paths") or []]
+    params = json.loads(job.params or "{}")
+    sources = [str(p) for p in params.get("paths") or []]
     uploads = uploads_dir(services, job.collection).resolve()
-    paths = retry_sources(sources, failed)
+    root = str(uploads) if job.kind == "upload" and params.get("root") else None
+    paths = retry_sources(sources, failed, root)
     for raw in paths:  # the rules of a new job's sources hold for a retry too
         if job.kind == "upload":
             if not Path(raw).resolve().is_relative_to(uploads):
@@ -97,7 +100,7 @@ def retry_failed(services: Services, identity: Identity, job_id: int) -> dict:
             allowed_path(services, raw)
     if not paths:
         raise coded(ClientException("no failed file of this job is left to read again", status_code=409), "nothing_to_retry")
-    return {**enqueue(services, job.collection, paths, job.kind, identity.key_id), "retried": len(failed)}
+    return {**enqueue(services, job.collection, paths, job.kind, identity.key_id, root), "retried": len(failed)}
 
 
 class JobController(Controller):

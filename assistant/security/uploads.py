@@ -2,7 +2,9 @@
 and all files of a request saved or none.
 
 A hostile name is refused with its reason rather than quietly rewritten: a client that sent `../x`
-or a right-to-left override should learn that it was not accepted.
+or a right-to-left override should learn that it was not accepted. A folder's files come with their path
+inside it (`a/index.md`), each part checked like a file name, so that two `index.md` of different
+subfolders stay two documents; nothing can name a place outside the collection's upload folder.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ from indexes.no_space import is_no_space
 from assistant.security.error_codes import coded
 
 MB = 1024 * 1024
-MAX_NAME_BYTES = 200
+MAX_NAME_BYTES = 200  # one part of a path
+MAX_PATH_BYTES = 1000  # the whole relative path
+MAX_DEPTH = 32  # parts of a path
+DRIVE = re.compile(r"^[A-Za-z]:")  # `C:x` / `C:\\x`: a Windows drive, not a relative path
 PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 STAGING_PREFIX = ".staging-"
 QUOTED_VALUE = re.compile(r'"(.*?)"\s*(?:;|$)', re.DOTALL)  # up to the quote that ends the parameter
@@ -76,39 +81,70 @@ def sent_name(upload: UploadFile) -> Any:
 
 
 def check_upload_name(raw: Any) -> str:
-    """The file name as given, when it is a plain name; else a 400 that says what is wrong with it."""
+    """The file's path as given (`notes.md`, or `a/b/notes.md` for a folder's file), when it names a place
+    inside the upload folder; else a 400 that says what is wrong with it. NFC-normalised."""
     name = raw if isinstance(raw, str) else ""
     shown = repr(name[:80])
     if not name or name in (".", ".."):
         raise refused(f"unusable file name {shown}", "upload_name_unusable", name)
-    if "/" in name or "\\" in name:
-        raise refused(f"file name {shown} names a folder: send the file's own name", "upload_name_folder", name)
-    if '"' in name or ":" in name:
+    if "\\" in name:
+        raise refused(f"file name {shown} names a folder with '\\': send a folder's files with '/' between its names",
+                      "upload_name_folder", name)
+    if name.startswith("/") or DRIVE.match(name):
+        raise refused(f"file name {shown} names a folder from the top of a disk: send the path inside the folder",
+                      "upload_name_folder", name)
+    parts = name.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        raise refused(f"file name {shown} names a folder by '..', '.' or an empty part: send the path inside the folder",
+                      "upload_name_folder", name)
+    if len(parts) > MAX_DEPTH or len(name.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        raise refused(f"file path of {len(name)} characters and {len(parts)} folders: at most {MAX_PATH_BYTES} bytes "
+                      f"and {MAX_DEPTH} folders", "upload_name_too_long", name, length=len(name), limit=MAX_PATH_BYTES)
+    return "/".join(check_part(p, shown, name) for p in parts)
+
+
+def check_part(part: str, shown: str, name: str) -> str:
+    """One folder or file name of a path, checked as a plain name; `shown` and `name` are the whole path."""
+    if '"' in part or ":" in part:
         raise refused(f"file name {shown} holds '\"' or ':', which name no plain file on every system",
                       "upload_name_unusable", name)
-    if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in name):
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in part):
         raise refused(f"file name {shown} holds control or invisible formatting characters "
                       "(NUL, line breaks, right-to-left overrides ...)", "upload_name_control", name)
-    if PERCENT_ESCAPE.search(name):
+    if PERCENT_ESCAPE.search(part):
         raise refused(f"file name {shown} is percent-encoded: send it decoded", "upload_name_encoded", name)
-    if name.startswith("."):
+    if part.startswith("."):
         raise refused(f"file name {shown} starts with '.': hidden files are not ingested", "upload_name_hidden", name)
-    if name != name.strip():
+    if part != part.strip():
         raise refused(f"file name {shown} starts or ends with spaces", "upload_name_spaces", name)
-    if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
-        raise refused(f"file name of {len(name)} characters: at most {MAX_NAME_BYTES} bytes", "upload_name_too_long", name,
-                      length=len(name), limit=MAX_NAME_BYTES)
-    return unicodedata.normalize("NFC", name)
+    if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        raise refused(f"file name of {len(part)} characters: at most {MAX_NAME_BYTES} bytes", "upload_name_too_long", name,
+                      length=len(part), limit=MAX_NAME_BYTES)
+    return unicodedata.normalize("NFC", part)
 
 
 def checked_names(files: list[UploadFile]) -> list[str]:
+    """Every file's checked path; one path sent twice (case aside), or as a file and as a folder, is refused."""
     names = [check_upload_name(sent_name(f)) for f in files]
     seen: set[str] = set()
     for n in names:
         if n.casefold() in seen:
             raise refused(f"the file name {n!r} is sent twice", "upload_name_twice", n)
         seen.add(n.casefold())
+    folders = {"/".join(n.casefold().split("/")[:k]) for n in names for k in range(1, n.count("/") + 1)}
+    for n in names:
+        if n.casefold() in folders:
+            raise refused(f"the file name {n!r} is sent twice: as a file and as a folder", "upload_name_twice", n)
     return names
+
+
+def inside(folder: Path, name: str) -> Path:
+    """`folder / name`, checked to stay inside `folder` once links are resolved (a checked name cannot leave
+    it; this holds even if a link was put in the upload folder by other means)."""
+    target = folder / name
+    if not target.parent.resolve().is_relative_to(folder.resolve()):
+        raise refused(f"file name {name!r} names a folder outside the upload", "upload_name_folder", name)
+    return target
 
 
 def save_all(files: list[UploadFile], names: list[str], folder: Path, limit: int, file_limit: int) -> list[Path]:
@@ -127,6 +163,7 @@ def save_all(files: list[UploadFile], names: list[str], folder: Path, limit: int
         total = 0
         for upload, name in zip(files, names):
             size = 0
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
             with open(staging / name, "xb") as out:
                 upload.file.seek(0)
                 while chunk := upload.file.read(MB):
@@ -140,8 +177,18 @@ def save_all(files: list[UploadFile], names: list[str], folder: Path, limit: int
                                     "upload_file_too_large")
                     out.write(chunk)
         saved = []
-        for name in names:
+        targets = []
+        for name in names:  # every place checked before any file is moved in
             target = folder / name
+            for above in reversed(Path(name).parents[:-1]):
+                if (folder / above).exists() and not (folder / above).is_dir():
+                    raise refused(f"file name {name!r} names a folder where a file {str(above)!r} was uploaded",
+                                  "upload_name_folder", name)
+            if target.is_dir():
+                raise refused(f"file name {name!r} is a folder of files uploaded before", "upload_name_folder", name)
+            targets.append(inside(folder, name))
+        for name, target in zip(names, targets):
+            target.parent.mkdir(parents=True, exist_ok=True)
             (staging / name).replace(target)
             saved.append(target.resolve())
         return saved
