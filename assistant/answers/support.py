@@ -27,7 +27,9 @@ with `support()`:
    only for a claim that speaks of lines or a page: "12 weeks" is not line 12). A file the claim names
    counts only when it is the source's own ("...in app.py" against a chunk of ctx.py whose code says
    `current_app` is not found). A wrong number or name therefore sinks a claim that otherwise reuses
-   the source's words ("15 vacation days" against "13 days").
+   the source's words ("15 vacation days" against "13 days"). A name the key units cannot see (first in the
+   claim's sentence: "Pay processes new badges" against "GSA processes new badges") is found by aligning the
+   claim with the source's sentence most like it (`name_swaps.swapped_name`).
 5. The best window (highest score, then most units found, then the shortest, then the first) is
    the supporting span (-1, -1 when no unit is found anywhere); the claim is supported when the score
    is at least SUPPORT_THRESHOLD, chosen on the hand-labelled pairs of
@@ -50,6 +52,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from assistant.answers.citations import MARKER
+from assistant.answers.name_swaps import swapped_name
 from assistant.answers.statements import NO_ANSWER, NOT_IN_DOCUMENTS, abstained, is_claim
 from assistant.answers.text_units import (
     CJK_CHAR, LIST_ITEM, PLACE_WORDS, Sentence, clauses, file_keys, key_units, language_of, negated, segments, split_sentences,
@@ -203,6 +206,10 @@ def support(claim: str, source_text: str, place: str = "") -> Support:
         return Support(min(score, SUPPORT_THRESHOLD / 2), False, best_span[0], best_span[1], contradicted=other)
     if contradicts(claim, source_text, segs, seg_units, best_segs):
         return Support(0.0, False, best_span[0], best_span[1], contradicted=True)
+    # Against the source's sentence most like the claim: the window may be a neighbour that holds its names.
+    main = max(range(len(segs)), key=lambda k: (len(seg_units[k]), -k))
+    if swapped_name(claim, source_text[segs[main][0]:segs[main][1]]):
+        return Support(min(score, SUPPORT_THRESHOLD / 2), False, best_span[0], best_span[1])
     return Support(score, True, best_span[0], best_span[1])
 
 
