@@ -221,9 +221,11 @@ def support(claim: str, source_text: str, place: str = "", asked: frozenset[str]
 def asker_words(question: str, sources: dict[int, str], places: dict[int, str]) -> frozenset[str]:
     """The units of the question that no source shown holds (in its text or place): the asker's own words ("pick a
     plan", "the annual enrollment period" for a page that says "enroll" and "Open Season"). An answer that repeats
-    the question in them states nothing a source could hold there."""
+    the question in them states nothing a source could hold there. Words, not CJK character pairs: in Chinese a
+    name is not told by its writing, and "食堂" (the canteen) missing from every source is what makes "食堂午餐每餐
+    补贴 150 元" an invention."""
     held = set().union(*(units(t) for t in sources.values()), *(units(p) for p in places.values()))
-    return frozenset(set(units(question)) - held)
+    return frozenset(u for u in set(units(question)) - held if not CJK_CHAR.search(u))
 
 
 def _without_asker_words(claim_units: frozenset[str], keys: frozenset[str], asked: frozenset[str]) -> frozenset[str]:

@@ -375,3 +375,10 @@ def test_a_claim_made_mostly_of_the_question_is_judged_on_all_its_words() -> Non
     check = check_answer("Yes, GSA IT can send you a wireless keyboard and mouse for your home office [1].",
                          {1: source}, question=question)
     assert check.unsupported, "only GSA would be left of it: the source would support an invention"
+
+
+def test_chinese_words_of_the_question_missing_from_the_sources_still_count() -> None:
+    expenses = ("标准\n\n- 出差住宿：一线城市每晚不超过 800 元，其他城市不超过 500 元。\n- 餐补：出差期间每天 150 元，无需发票。\n"
+                "- 打车：晚上十点以后加班回家的打车费可以全额报销。")
+    check = check_answer("食堂午餐每餐补贴 150 元，无需发票。[1]", {1: expenses}, question="食堂午餐每餐补贴多少钱？")
+    assert check.unsupported, "the canteen is what the documents never mention"
