@@ -72,20 +72,22 @@ def split_of(path: str) -> str:
 
 
 def sentences_of(text: str) -> list[tuple[str, str]]:
-    """(sentence, its passage: the sentence with one segment each side) for the sentences that state
+    """(sentence, its passage: the sentence with one segment each side, line breaks kept) for the sentences that state
     something: prose lines, not headings, lists of links, tables or code."""
     text = re.sub(r"```.*?```", "", text, flags=re.S)
     text = re.sub(r"^---\n.*?\n---\n", "", text, flags=re.S)
     # A paragraph wrapped over lines is one text; a list item, heading or table row starts a line of its own.
     text = re.sub(r"(?<=\S)\n(?=[^\S\n]*[^\s\-*+>#|\d])", " ", text)
-    segs = [text[s:e] for s, e in segments(text)]
+    spans = segments(text)
+    segs = [text[s:e] for s, e in spans]
     out = []
     for i, seg in enumerate(segs):
         bare = seg.strip()
         if (bare.startswith(("#", "|", "<", "{", "!", "[")) or "](" in bare or "{%" in bare or len(bare) > 400
                 or len(set(units(bare))) < MIN_UNITS):
             continue
-        passage = " ".join(segs[max(0, i - 1): i + 2])
+        # The passage as the file has it: a heading or list item keeps its own line, as in a chunk of the store.
+        passage = text[spans[max(0, i - 1)][0]: spans[min(len(spans), i + 2) - 1][1]]
         out.append((bare.lstrip("-*> ").strip(), passage))
     return out
 

@@ -192,7 +192,7 @@ def rescore(q: AnswerQuestion, row: dict[str, Any], replace: bool) -> dict[str, 
     cited = [] if check["replaced"] else list(dict.fromkeys(paths[n] for n in cited_numbers(answer) if n in paths))
     done = {"check": check, "model_answer": fields.get("model_answer"), "completion_tokens": row.get("completion_tokens"),
             "timings": {}}
-    out = {key: row[key] for key in ("question", "split", "unanswerable", "source") if key in row}
+    out = {key: row[key] for key in ("question", "split", "unanswerable", "source", "variant") if key in row}
     out.update(answer=answer, cited=cited)
     if model_text != answer:
         out["model_answer"] = model_text

@@ -27,7 +27,12 @@ with `support()`:
    only for a claim that speaks of lines or a page: "12 weeks" is not line 12). A file the claim names
    counts only when it is the source's own ("...in app.py" against a chunk of ctx.py whose code says
    `current_app` is not found). A wrong number or name therefore sinks a claim that otherwise reuses
-   the source's words ("15 vacation days" against "13 days").
+   the source's words ("15 vacation days" against "13 days"). A name the key units cannot see (first in the
+   claim's sentence: "Pay processes new badges" against "GSA processes new badges") is found by aligning the
+   claim with the source's sentence most like it (`name_swaps.swapped_name`). With the question known
+   (`check_answer`), the words of it that no source shown holds (the asker's own) are left out of a claim's
+   units, names and numbers kept, when at least half of its units remain: an answer that repeats the question
+   is judged on what it adds.
 5. The best window (highest score, then most units found, then the shortest, then the first) is
    the supporting span (-1, -1 when no unit is found anywhere); the claim is supported when the score
    is at least SUPPORT_THRESHOLD, chosen on the hand-labelled pairs of
@@ -50,6 +55,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from assistant.answers.citations import MARKER
+from assistant.answers.name_swaps import swapped_name
 from assistant.answers.statements import NO_ANSWER, NOT_IN_DOCUMENTS, abstained, is_claim
 from assistant.answers.text_units import (
     CJK_CHAR, LIST_ITEM, PLACE_WORDS, Sentence, clauses, file_keys, key_units, language_of, negated, segments, split_sentences,
@@ -152,14 +158,16 @@ def _score(claim_units: frozenset[str], keys: frozenset[str], window: set[str]) 
 
 
 
-def support(claim: str, source_text: str, place: str = "") -> Support:
+def support(claim: str, source_text: str, place: str = "", asked: frozenset[str] = frozenset()) -> Support:
     """How well source_text, shown under `place`, supports claim, and the window of the text that does
-    (see the module docstring)."""
+    (see the module docstring). `asked`: the asker's own words (`asker_words`); a claim that repeats them is
+    judged on the rest."""
     claim = LIST_ITEM.sub("", claim)
     claim_units = frozenset(units(claim))
     if not claim_units or not source_text.strip():
         return Support(0.0, False, -1, -1)
     keys = key_units(claim) & claim_units
+    claim_units = _without_asker_words(claim_units, keys, asked)
     segs = _segments(source_text)
     # Only the claim's units matter in a segment: small sets keep the window loop cheap.
     all_units = _segment_units(source_text)
@@ -203,7 +211,29 @@ def support(claim: str, source_text: str, place: str = "") -> Support:
         return Support(min(score, SUPPORT_THRESHOLD / 2), False, best_span[0], best_span[1], contradicted=other)
     if contradicts(claim, source_text, segs, seg_units, best_segs):
         return Support(0.0, False, best_span[0], best_span[1], contradicted=True)
+    # Against the source's sentence most like the claim: the window may be a neighbour that holds its names.
+    main = max(range(len(segs)), key=lambda k: (len(seg_units[k]), -k))
+    if swapped_name(claim, source_text[segs[main][0]:segs[main][1]]):
+        return Support(min(score, SUPPORT_THRESHOLD / 2), False, best_span[0], best_span[1])
     return Support(score, True, best_span[0], best_span[1])
+
+
+def asker_words(question: str, sources: dict[int, str], places: dict[int, str]) -> frozenset[str]:
+    """The units of the question that no source shown holds (in its text or place): the asker's own words ("pick a
+    plan", "the annual enrollment period" for a page that says "enroll" and "Open Season"). An answer that repeats
+    the question in them states nothing a source could hold there. Words, not CJK character pairs: in Chinese a
+    name is not told by its writing, and "食堂" (the canteen) missing from every source is what makes "食堂午餐每餐
+    补贴 150 元" an invention."""
+    held = set().union(*(units(t) for t in sources.values()), *(units(p) for p in places.values()))
+    return frozenset(u for u in set(units(question)) - held if not CJK_CHAR.search(u))
+
+
+def _without_asker_words(claim_units: frozenset[str], keys: frozenset[str], asked: frozenset[str]) -> frozenset[str]:
+    """The claim's units less the asker's words it repeats, names and numbers kept (a name no source holds is
+    another thing, whoever said it first), when at least half of its units remain: a claim made mostly of the
+    question's words is judged on all of them."""
+    rest = claim_units - (asked - keys)
+    return rest if len(rest) * 2 >= len(claim_units) else claim_units
 
 
 def contradicts(claim: str, source_text: str, segs: tuple[tuple[int, int], ...], seg_units: list[set[str]],
@@ -241,6 +271,7 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
     a claim that cites nothing, by any of them (a model that forgets its markers is not wrong for it).
     """
     places = places or {}
+    asked = asker_words(question, sources, places) if question else frozenset()
     checks: list[SentenceCheck] = []
     citations = supported_citations = 0
     any_supported = False
@@ -250,15 +281,15 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
         supports: dict[int, Support] = {}
         for n in sentence.cited:
             text = sources.get(n)
-            supports[n] = support(sentence.text, text, places.get(n, "")) if text else Support(0.0, False, -1, -1)
+            supports[n] = support(sentence.text, text, places.get(n, ""), asked) if text else Support(0.0, False, -1, -1)
         ok = any(s.supported for s in supports.values()) if supports else None
-        if claim and ok is False and (by_clause := clause_supports(sentence.text, sentence.cited, sources, places)):
+        if claim and ok is False and (by_clause := clause_supports(sentence.text, sentence.cited, sources, places, asked)):
             supports, ok = by_clause, True
         if claim:
             citations += len(supports)
             supported_citations += sum(s.supported for s in supports.values())
             any_supported = any_supported or bool(ok) or (
-                ok is None and any(support(sentence.text, t, places.get(m, "")).supported for m, t in sources.items() if t)
+                ok is None and any(support(sentence.text, t, places.get(m, ""), asked).supported for m, t in sources.items() if t)
             )
         checks.append(SentenceCheck(sentence, claim, supports, ok))
     claims = [c for c in checks if c.claim]
@@ -318,7 +349,7 @@ def states_quantity(claims: list[str]) -> bool:
 
 
 def clause_supports(text: str, cited: list[int], sources: dict[int, str],
-                    places: dict[int, str]) -> dict[int, Support] | None:
+                    places: dict[int, str], asked: frozenset[str] = frozenset()) -> dict[int, Support] | None:
     """A sentence that joins facts of several places ("vLLM is 0.4.0.post1 [1], the driver 525.147.05 [2]"),
     judged clause by clause: supported when each clause that states something is supported by one of the
     sources the sentence cites (its own markers first); per source, the best support of a clause (None when
@@ -331,7 +362,7 @@ def clause_supports(text: str, cited: list[int], sources: dict[int, str],
     best: dict[int, Support] = {}
     for part in parts:
         own = [n for n in cited if f"[{n}]" in part.replace(" ", "")] or cited
-        found = {n: support(part, sources[n], places.get(n, "")) for n in own if sources.get(n)}
+        found = {n: support(part, sources[n], places.get(n, ""), asked) for n in own if sources.get(n)}
         if not any(s.supported for s in found.values()):
             return None
         for n, s in found.items():

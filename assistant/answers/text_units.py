@@ -167,9 +167,21 @@ def key_units(claim: str) -> frozenset[str]:
             inner_capital = any(c.isupper() for c in token[1:])
             shaped = any(c.isdigit() for c in token) or "_" in token or "." in token.strip(".")
             if (inner_capital or shaped or (token[0].isupper() and not first)) and token.casefold() not in STOP_WORDS:
-                keys.update(_word_units(file_name(token) or token.casefold())[:1])
+                keys.update(_name_key(token, first))
         first = False
     return frozenset(keys)
+
+
+def _name_key(token: str, first: bool) -> list[str]:
+    """The key of a name: its first unit (`app.run` is `run`, `app.py` is `app`); a hyphenated one is keyed by
+    its capitalised parts and its parts with digits ("Tock-specific" is `tock`, "GSA-issued" is `gsa`,
+    "Self-Service" is `self` and `servic`, "SF-182" is `sf` and `182`): its other parts are plain words."""
+    parts = token.split("-")
+    named = [p for i, p in enumerate(parts) if any(c.isupper() for c in p[1:]) or any(c.isdigit() for c in p)
+             or (p[:1].isupper() and not (first and i == 0))]
+    if len(parts) > 1 and named:
+        return [u for p in named for u in _word_units(p.casefold())[:1]]
+    return _word_units(file_name(token) or token.casefold())[:1]
 
 
 def file_name(token: str) -> str | None:

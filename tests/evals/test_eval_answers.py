@@ -194,7 +194,8 @@ def test_a_peer_s_report_is_scored_as_it_answered_never_replaced(tmp_path, quest
     passages = [{"n": 1, "path": "tools/passwords.md", "place": "tools/passwords.md", "text": "Use the password manager."}]
     rows = [
         {"question": "How many weeks of parental leave do I get?", "split": "tune", "unanswerable": False,
-         "source": "leave/parental.md", "model_text": "You get 12 weeks of parental leave.", "prompt_sources": passages},
+         "source": "leave/parental.md", "model_text": "You get 12 weeks of parental leave.", "prompt_sources": passages,
+         "variant": "typo"},
         {"question": "How much is the home office stipend?", "split": "report", "unanswerable": True, "source": "",
          "model_text": "The stipend is $500 a year.", "prompt_sources": passages},
     ]
@@ -209,3 +210,4 @@ def test_a_peer_s_report_is_scored_as_it_answered_never_replaced(tmp_path, quest
     assert out["right_file_shown"] == 0.0 and out["right_file_cited"] == 0.0
     assert out["headline"] | {"crag_score": None} == {"right_answer": 1, "right_abstention": 0, "false_abstention": 0,
                                                       "invention": 1, "answer_without_facts": 0, "crag_score": None}
+    assert out["by_variant"]["typo"]["right_answer"] == 1, "a rescored variant keeps its kind"

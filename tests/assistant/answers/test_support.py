@@ -348,3 +348,40 @@ def test_a_how_many_question_answered_without_an_amount_is_flagged() -> None:
     assert not other.no_quantity, "only a question asking how many or how much needs an amount"
     zh = check_answer("大楼里有储物柜 [1]。", {1: "大楼里有储物柜和淋浴间。"}, question="旧金山办公室有多少个储物柜？")
     assert zh.no_quantity
+
+
+BENEFITS = (
+    "## Health insurance\n\n"
+    "New and newly eligible employees who wish to enroll in this program must do so within 60 days of their start "
+    "date and prior to October 1. If you miss this deadline, you must wait until Open Season (mid-November) to enroll "
+    "for the following calendar year."
+)
+
+
+def test_an_answer_that_repeats_the_askers_own_words_is_judged_on_the_rest() -> None:
+    question = ("I just started at TTS. How long do I have to pick a health insurance plan before I'd have to wait "
+                "until the annual enrollment period?")
+    answer = "You have 60 days to pick a health insurance plan before you'd have to wait until the annual enrollment period [1]."
+    assert not support(answer, BENEFITS).supported, "on all its words, half of them are the asker's"
+    check = check_answer(answer, {1: BENEFITS}, question=question)
+    assert not check.unsupported and check.sentences[0].supported
+    # The amount is still the source's to state, and so is a name.
+    assert check_answer(answer.replace("60", "90"), {1: BENEFITS}, question=question).unsupported
+    sydney = "What is the health insurance deadline at the Sydney office before the annual enrollment period?"
+    assert check_answer("At the Sydney office you have 60 days before the annual enrollment period [1].",
+                        {1: BENEFITS}, question=sydney).unsupported
+
+
+def test_a_claim_made_mostly_of_the_question_is_judged_on_all_its_words() -> None:
+    question = "Can GSA IT send me a wireless keyboard and mouse for my home office?"
+    source = "Equipment: GSA IT provides a laptop and a monitor. Ask TTS leadership before buying other equipment."
+    check = check_answer("Yes, GSA IT can send you a wireless keyboard and mouse for your home office [1].",
+                         {1: source}, question=question)
+    assert check.unsupported, "only GSA would be left of it: the source would support an invention"
+
+
+def test_chinese_words_of_the_question_missing_from_the_sources_still_count() -> None:
+    expenses = ("标准\n\n- 出差住宿：一线城市每晚不超过 800 元，其他城市不超过 500 元。\n- 餐补：出差期间每天 150 元，无需发票。\n"
+                "- 打车：晚上十点以后加班回家的打车费可以全额报销。")
+    check = check_answer("食堂午餐每餐补贴 150 元，无需发票。[1]", {1: expenses}, question="食堂午餐每餐补贴多少钱？")
+    assert check.unsupported, "the canteen is what the documents never mention"

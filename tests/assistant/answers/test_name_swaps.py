@@ -1,0 +1,53 @@
+"""A claim that repeats its source with one name put in place of another is not supported, wherever the name
+stands; a name left out, respelled or described in plain words, and a faithful paraphrase, still are."""
+
+from __future__ import annotations
+
+from assistant.answers.name_swaps import swapped_name, written_as_names
+from assistant.answers.support import key_units, support
+
+BADGES = "# Badges\n\nGSA processes new badges every Wednesday at the Washington DC office.\nBring two forms of ID."
+
+
+def test_a_name_first_in_its_sentence_swapped_for_another_is_not_supported() -> None:
+    assert support("GSA processes new badges every Wednesday [1].", BADGES).supported
+    swapped = support("Pay processes new badges every Wednesday [1].", BADGES)
+    assert not swapped.supported and not swapped.contradicted
+
+
+def test_a_name_inside_the_sentence_swapped_is_caught_whatever_the_words() -> None:
+    source = "Separated employees retain access to Employee Express for 3 years."
+    assert swapped_name("Separated employees retain access to Travel Express for 3 years.", source)
+    assert swapped_name("Separated employees retain access to Concur for 3 years.", source)
+    assert not swapped_name("Separated employees keep access to Employee Express for 3 years.", source)
+
+
+def test_one_mention_of_a_repeated_name_swapped_is_a_swap() -> None:
+    source = "TTS management and TTS procurement analysts review the packages."
+    assert swapped_name("Account management and TTS procurement analysts review the packages.", source)
+
+
+def test_a_name_left_out_respelled_or_described_in_plain_words_is_no_swap() -> None:
+    assert support("Staff members can join the channel.", "TTS staff members can join the channel.").supported
+    assert not swapped_name("Hrlinks shows your leave balance.", "HR Links shows your leave balance.")
+    # A lower-case description is less precise than the name, not another name.
+    assert support("Contact the help desk to reset your password.",
+                   "Contact the GSA IT Service Desk to reset your password.").supported
+
+
+def test_numbers_and_chinese_claims_are_left_to_their_own_tests() -> None:
+    assert not swapped_name("New employees get 15 vacation days.", "New employees get 13 vacation days.")
+    assert not swapped_name("Pay 每周三处理新的工牌。", "GSA 每周三处理新的工牌。")
+
+
+def test_names_are_told_by_how_they_are_written() -> None:
+    assert written_as_names("Pay the fee in Concur using form sf_182 or SF-182") == {"pay", "concur", "sf_182", "sf", "182"}
+
+
+def test_a_hyphenated_name_is_keyed_by_its_named_parts() -> None:
+    assert key_units("Log your hours with Tock-specific codes") == {"tock"}
+    assert key_units("Submit the SF-182 before the course") == {"sf", "182"}
+    assert key_units("It uses built-in tools") == frozenset()
+    # So another form number, or another name before the hyphen, is not the source's.
+    assert not support("Submit the SF-364 before the course.", "Submit the SF-182 before the course.").supported
+    assert not support("Log your hours with Slack-specific codes.", "Log your hours with Tock-specific codes.").supported
