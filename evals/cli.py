@@ -166,7 +166,9 @@ def add_eval_derive(sub: argparse._SubParsersAction) -> None:
     b = kinds.add_parser("behaviour", help="a question per section of the packages' reST docs: its distinctive claim, "
                          "heading words removed")
     e = kinds.add_parser("errors", help="a question per error message raised in the packages' source")
-    for p in (b, e):
+    v = kinds.add_parser("entries", help="a question per described value of the packages' reST docs (`.. data::`, "
+                         "`.. py:data::`, `.. attribute::`, `.. confval::`, `.. envvar::`): its distinctive claim, name removed")
+    for p in (b, e, v):
         p.add_argument("roots", type=Path, nargs=1, metavar="ROOT", help="folder holding the unpacked packages "
                        "(scripts/get-eval-packages.sh); sources are relative to it")
         p.add_argument("--tune", default="flask,click", help="packages of the tune split, comma-separated (default flask,click)")
@@ -178,7 +180,7 @@ def add_eval_derive(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--out", type=Path, required=True, help="folder to write the .txt copies to")
     add_common(w)
     w.set_defaults(func=eval_commands.run_derive)
-    for p in (c, s, b, e, n):
+    for p in (c, s, b, e, v, n):
         add_common(p)
         p.add_argument("--out", type=Path, required=True, help="JSON Lines file to write")
         p.set_defaults(func=eval_commands.run_derive)

@@ -196,13 +196,13 @@ def run_questions(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_derive(args: argparse.Namespace, settings: Settings) -> int:
-    """`assistant eval derive code|sections|behaviour|errors|near-misses|scraped`: write a derived question set as JSON Lines and print
+    """`assistant eval derive code|sections|behaviour|errors|entries|near-misses|scraped`: write a derived question set as JSON Lines and print
     its counts by split (and by package for code)."""
     from collections import Counter
 
     from dataclasses import replace
 
-    from evals import derive_docs
+    from evals import derive_docs, derive_entries
     from evals import derive_questions as dq
     from evals import derive_sections
     from evals.near_misses import near_miss_questions
@@ -223,6 +223,8 @@ def run_derive(args: argparse.Namespace, settings: Settings) -> int:
             rows = derive_docs.behaviour_questions(roots[0], tune)
         elif args.derive_kind == "errors":
             rows = derive_docs.error_questions(roots[0], tune)
+        elif args.derive_kind == "entries":
+            rows = derive_entries.entry_questions(roots[0], tune)
         elif args.derive_kind == "near-misses":
             rows = near_miss_questions(roots[0])
         else:
@@ -242,7 +244,7 @@ def run_derive(args: argparse.Namespace, settings: Settings) -> int:
     summary: dict = {"out": str(args.out), "set": rows[0].set, "questions": len(rows),
                      "by_split": dict(sorted(Counter(r.split for r in rows).items())),
                      "documents_by_split": dict(sorted(Counter(sp for _, sp in {(r.source, r.split) for r in rows}).items()))}
-    if args.derive_kind in ("code", "behaviour", "errors"):
+    if args.derive_kind in ("code", "behaviour", "errors", "entries"):
         summary["by_package"] = {f"{p} ({sp})": n for (p, sp), n in sorted(Counter((r.package, r.split) for r in rows).items())}
     print(json.dumps(summary, ensure_ascii=False))
     return 0

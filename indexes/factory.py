@@ -145,5 +145,6 @@ def retriever_from(config: RetrievalSettings, store: Store, embedder: Any,
                         scope=config.source_prior_scope, words_ratio=config.source_prior_words_ratio,
                         page_cover=config.source_prior_page_cover, page=config.page_prior),
         each_kind=config.each_kind_by,
+        definitions_by=config.definitions_by,
         searches_at_once=config.searches_at_once,
     )

@@ -39,7 +39,7 @@ __all__ = ["FileIssue", "IngestReport", "JobLink", "Progress", "ProgressEvent", 
            "sync_changes"]
 
 # Bump when parsing or splitting changes what chunks a file gives, so unchanged files are redone.
-PIPELINE_VERSION = 6
+PIPELINE_VERSION = 7
 IDLE_EMBED_FRACTION = 4  # embed a quarter pool early while the parser thread is busy on a slow file
 SHARE_STEP = 128  # texts embedded on one thread between looks at whether the parser is still busy
 PREPARE_AHEAD = 2048  # files parsed ahead of the embedder at most (their chunk texts wait in memory)

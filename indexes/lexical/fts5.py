@@ -208,6 +208,16 @@ class Lexical:
             raw = driver(conn)
             return {t: int(raw.execute(sql, {"t": phrase(t), "cap": cap + 1}).fetchone()[0]) for t in terms}
 
+    def heading_matches(self, collection_ids: list[int], name: str, limit: int) -> list[int]:
+        """Chunks of these collections whose headings (heading path, symbol and its words) hold the name's
+        words in a row, the best BM25 first: where to look for the chunk that defines it."""
+        if not collection_ids or not WORD.search(name):
+            return []
+        marks = ",".join(str(int(c)) for c in collection_ids)
+        sql = (f"SELECT rowid FROM chunk_fts WHERE chunk_fts MATCH :q AND collection_id IN ({marks}) "
+               "ORDER BY rank LIMIT :n")
+        return [int(r[0]) for r in read_rows(self.engine, sql, {"q": f"headings : {phrase(name)}", "n": limit})]
+
     def plan(self, conn, terms: list[str], budget: int) -> str:
         """The FTS5 expression for these terms: all of them OR-ed, or the rarest ones within budget."""
         if not terms:

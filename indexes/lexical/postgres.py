@@ -130,6 +130,20 @@ class PgLexical(Lexical):
                 out[t] = int(raw.execute(sql, {"t": q, "cap": cap + 1}).fetchone()[0]) if q else 0
         return out
 
+    def heading_matches(self, collection_ids: list[int], name: str, limit: int) -> list[int]:
+        """Chunks whose headings (weight B: heading path, symbol and its words) hold the name's words in a row,
+        the shortest headings first (where the name is most of the heading)."""
+        words = [w for w in _words(identifier_words(name)).split() if w]
+        if not words or not collection_ids:
+            return []
+        marks = ",".join(str(int(c)) for c in collection_ids)
+        sql = (f"SELECT id FROM chunk WHERE collection_id IN ({marks}) AND "
+               f"lexical_vector @@ to_tsquery('{CONFIG}', :q) "
+               "ORDER BY length(coalesce(heading_path, '')) + length(coalesce(symbol, '')), id LIMIT :n")
+        q = " <-> ".join(f"'{w}':B" for w in words)
+        with self.engine.connect() as conn:
+            return [int(r[0]) for r in driver(conn).execute(sql, {"q": q, "n": limit}).fetchall()]
+
     def plan(self, conn, terms: list[str], budget: int) -> str:
         """The tsquery text for these terms: all OR-ed, or the rarest within budget (as FTS5's plan)."""
         expr = super().plan(conn, terms, budget)

@@ -137,3 +137,7 @@ class CopiedLexical(Lexical):
     def rows_matching(self, *args, **kwargs):
         self.copy.sync()
         return super().rows_matching(*args, **kwargs)
+
+    def heading_matches(self, *args, **kwargs):
+        self.copy.sync()
+        return super().heading_matches(*args, **kwargs)

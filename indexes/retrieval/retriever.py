@@ -17,7 +17,8 @@ import numpy as np
 from indexes.db import read_rows
 from indexes.embedding.embedder import Embedder
 from indexes.retrieval.filters import SearchFilters
-from indexes.retrieval.question_form import expand_terms, question_form
+from indexes.retrieval.definitions import definition_by, definition_ids
+from indexes.retrieval.question_form import expand_terms, identifiers, question_form
 from indexes.retrieval.ranking import PathPrior, diverse_places, each_kind_by, linear_mix, ranked, rrf
 from indexes.lexical.fts5 import LexicalResult, Weights, normalise_query, phrase, query_terms
 from indexes.retrieval.hits import Candidates, ChunkMeta, Hit, hits_in_order, place_hits, snippet_of
@@ -73,6 +74,7 @@ class Retriever:
         prior: PathPrior | None = None,
         searches_at_once: int = 2,
         each_kind: int = 0,
+        definitions_by: int = 0,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -91,6 +93,7 @@ class Retriever:
         self.code_terms = code_terms  # identifiers in a question searched whole and by their parts
         self.prior = prior or PathPrior()
         self.each_kind = each_kind  # in a collection with code, the best page and source file by this place
+        self.definitions_by = definitions_by  # where a name the question gives is defined, by this place
         self.parallel = parallel
         # Searches beyond `searches_at_once` wait their turn. Their work is mostly Python, so more at once
         # in one process contend for the interpreter lock and every sqlite3/ONNX/FAISS call waits to get it
@@ -315,6 +318,8 @@ class Retriever:
         order = ranked(fused)
         if self.prior.active and self.each_kind and question_form(cands.query) != "implementation":
             order = each_kind_by(order, meta, self.prior.is_source, self.each_kind)  # where-is-it: the source
+        if self.definitions_by:
+            order = self.with_definition(cands, collections, order, fused, meta, SearchFilters.coerce(filters))
         scores = fused
         records: dict[int, ChunkRecord] = {}
         if self.reranker is not None:
@@ -331,6 +336,29 @@ class Retriever:
         if missing:
             records.update(self.store.chunk_records(missing))
         return hits_in_order(cands, order, records, scores)
+
+    def with_definition(self, cands: Candidates, collections: str | list[str], order: list[int],
+                        scores: dict[int, float], meta: dict[int, ChunkMeta], flt: SearchFilters | None) -> list[int]:
+        """The ranking with the best chunk that defines a name the question gives (definitions.py) among
+        the first `definitions_by` documents: the best by fused score among the candidates, else by BM25;
+        only a chunk inside the search's filters."""
+        names = [n.rsplit(".", 1)[-1] for n in identifiers(cands.query)]
+        if not names:
+            return order
+        colls = self.collections(collections)
+        defs = definition_ids(self.store, [c.id for c in colls], names)
+        if defs and flt:
+            allowed = {int(i) for c in colls for i in self.store.allowed_chunk_ids(c.id, flt)}
+            defs = [d for d in defs if d in allowed]
+        if not defs:
+            return order
+        # the documents of the ranking and of the definitions (unread when nothing else needed them)
+        meta.update(self.chunk_meta([c for c in [*order, *defs] if c not in meta]))
+        outside = [d for d in defs if d not in scores]
+        bm25 = self.store.lexical.scores(outside, cands.match, weights=self.weights) if outside else {}
+        defs.sort(key=lambda d: (d not in scores, -scores.get(d, bm25.get(d, 0.0))))
+        scores.setdefault(defs[0], 0.0)  # a definition found outside the candidates has no fused score
+        return definition_by(order, meta, defs, self.definitions_by)
 
     def texts(self, chunk_ids: list[int]) -> dict[int, str]:
         return {cid: rec.text for cid, rec in self.store.chunk_records(chunk_ids).items()}

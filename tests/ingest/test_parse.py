@@ -88,6 +88,18 @@ def test_rst_headings(tmp_path):
     assert "Faster now." in " ".join(e.text for e in parsed.elements)  # Sphinx directive body kept
 
 
+def test_rst_object_entries_are_sections_and_unknown_directives_keep_their_text(tmp_path):
+    text = ("Config\n======\n\nKeys.\n\n.. py:data:: TRUSTED_HOSTS\n\n    Validate the host against these values.\n\n"
+            "    Default: ``None``\n\n.. data:: PLAIN\n\n.. click:example::\n\n    @click.command()\n    def hello(): pass\n")
+    parsed = parse(write(tmp_path, "config.rst", text))
+    titles = [(e.text, e.heading_level) for e in parsed.elements if e.kind == "title"]
+    assert ("TRUSTED_HOSTS", 2) in titles  # an entry with a body is a section headed by its name
+    body = " ".join(e.text for e in parsed.elements)
+    assert "Validate the host against these values." in body
+    assert "PLAIN" in body and ("PLAIN", 2) not in titles  # no body: the name stays a line of text
+    assert "@click.command()" in body and "def hello(): pass" in body  # an unknown directive's body kept as written
+
+
 def test_html_title_and_headings(tmp_path):
     html = "<html><head><title>The Page</title></head><body><h1>Top</h1><p>Para one is here.</p>" \
            "<h2>Sub</h2><p>Para two is here.</p></body></html>"

@@ -1,0 +1,75 @@
+"""Where a name the question gives is defined: its definition among the first documents."""
+
+import pytest
+
+from indexes.location import Location
+from indexes.retrieval.hits import ChunkMeta
+from indexes.retrieval.definitions import definition_by, defines
+from indexes.retrieval.retriever import Retriever
+from indexes.store import NewChunk, SourceInfo
+
+
+def test_a_chunk_defines_a_name_by_its_symbol_or_its_last_heading():
+    assert defines("Flask.render_template", "", "render_template")
+    assert defines("", "Configuration › Builtin Configuration Values › SECRET_KEY", "secret_key")
+    assert defines("", "API › url_for(endpoint, **values)", "url_for")
+    assert not defines("render_template_string", "Templates › Rendering Templates", "render_template")
+
+
+def _meta(*docs: tuple[int, int, str, bool]) -> dict[int, ChunkMeta]:
+    return {cid: ChunkMeta(doc, 0, path, "", cited) for cid, doc, path, cited in docs}
+
+
+def test_the_best_definition_moves_up_to_the_last_of_the_first_places():
+    meta = _meta((1, 10, "docs/a.rst", False), (2, 11, "docs/b.rst", False), (3, 12, "docs/c.rst", False),
+                 (4, 13, "src/templating.py", True), (5, 14, "src/other.py", True))
+    assert definition_by([1, 2, 3, 5, 4], meta, [4, 5], 3) == [1, 2, 4, 3, 5]
+    assert definition_by([1, 2, 3, 4], meta, [4], 0) == [1, 2, 3, 4]  # off
+    assert definition_by([1, 2, 3, 4], meta, [], 3) == [1, 2, 3, 4]  # nothing defines it
+
+
+def test_nothing_moves_when_a_defining_file_is_already_among_the_first_places():
+    meta = {1: ChunkMeta(10, 0, "docs/a.rst", "", False), 2: ChunkMeta(13, 0, "src/templating.py", "", True),
+            3: ChunkMeta(13, 5, "src/templating.py", "render_template", True), 4: ChunkMeta(11, 0, "docs/b.rst", "", False)}
+    assert definition_by([1, 2, 4, 3], meta, [3], 2) == [1, 2, 4, 3]
+
+
+def _fill(store, embedder) -> None:
+    """Eight pages that use render_template, the function's code (sharing few of a question's words) and a
+    reference entry headed by a setting's name."""
+    coll = store.ensure_collection("code", embedder.name, embedder.dim)
+    for i in range(8):
+        text = (f"Templates of blueprints {i}: call render_template with the template's name; a blueprint's "
+                "templates folder is searched after the application's, so index.html of the app wins.")
+        store.write_document(coll, SourceInfo(path=f"docs/page{i}.rst", title=f"page {i}", kind="rst"),
+                             [NewChunk(text=text, location=Location(heading_path="Templates"))], embedder.embed([text]))
+    code = "def render_template(name, **context):\n    return _render(app, env.get_or_select(name), context)"
+    store.write_document(coll, SourceInfo(path="src/templating.py", title="templating.py", kind="py"),
+                         [NewChunk(text=code, location=Location(line_start=1, line_end=2, symbol="render_template"))],
+                         embedder.embed([code]))
+    entry = "Used by extensions and sessions to sign cookies. Default: None"
+    store.write_document(coll, SourceInfo(path="docs/config.rst", title="Configuration", kind="rst"),
+                         [NewChunk(text=entry, location=Location(heading_path="Configuration › SECRET_KEY"))],
+                         embedder.embed([entry]))
+
+
+@pytest.mark.parametrize("lexical", ["own", "postgres"])
+def test_a_named_function_and_a_named_setting_are_found_where_they_are_defined(store, embedder, lexical):
+    if lexical == "postgres":
+        if not store.postgres:
+            pytest.skip("PostgreSQL's own full-text search needs the store on PostgreSQL")
+        store.configure_lexical("postgres")
+    _fill(store, embedder)
+    question = "If the app and a blueprint both have index.html in their templates folder, which one does render_template load?"
+
+    def first_paths(by: int, q: str, **kwargs) -> list[str]:
+        r = Retriever(store, embedder, candidates=4, code_terms=True, definitions_by=by)
+        return [h.path for h in r.search(q, "code", k=3, per_document=1, **kwargs)]
+
+    coll = store.get_collection("code")
+    assert set(store.lexical.heading_matches([coll.id], "render_template", 10)) == \
+        {cid for cid, c in store.chunk_records(list(store.chunk_ids(coll.id))).items() if c.path == "src/templating.py"}
+    assert "src/templating.py" not in first_paths(0, question)  # the pages that use the name come first
+    assert first_paths(3, question)[2] == "src/templating.py"
+    assert first_paths(3, question, filters={"paths": ["docs/*"]})[2] != "src/templating.py"  # outside the filter
+    assert "docs/config.rst" in first_paths(2, "What is SECRET_KEY for in a blueprint's templates folder?")
