@@ -73,11 +73,11 @@ def test_the_time_left_stays_put_while_the_worker_is_stuck(browser, server_and_w
 
         os.killpg(worker.pid, signal.SIGSTOP)  # stuck: no file gets done from now on
         try:
-            time.sleep(1.5)  # a file the worker was writing as it stopped may still be counted at the next poll
+            time.sleep(1.5)  # time is the subject: a file written as the worker stopped is counted by the next poll
             seen = []
             for _ in range(24):  # six seconds: six of the page's polls
                 seen.append(facts.text_content())
-                time.sleep(0.25)
+                time.sleep(0.25)  # time is the subject: the card watched across the page's polls
             stuck = {(PROGRESS.match(s)[1], m[1] if (m := LEFT.search(s)) else None) for s in seen}
             assert len(stuck) == 1, f"the job card changed while no file was done: {seen}"
             [(done, left)] = stuck
