@@ -133,8 +133,14 @@ class ParsePool:
         return list(getattr(executor, "_processes", None) or {}) if executor is not None else []
 
     def warm(self) -> None:
-        """Start the child now (a second or two: imports and the parser's language model)."""
-        self._pool().submit(int).result()
+        """Start the child now (a second or two: imports and the parser's language model); a child that
+        died since its last file (killed, out of memory) is replaced first, as `parse_and_split` does."""
+        pool = self._pool()
+        try:
+            pool.submit(int).result()
+        except BrokenProcessPool:
+            self._discard(pool)
+            self._pool().submit(int).result()
 
     def parse_and_split(self, source: SourceFile, data: bytes, chunk_tokens: int, overlap_tokens: int,
                         model_path: str, max_seq: int, *, timeout_s: float | None = None,

@@ -52,6 +52,14 @@ def test_a_killed_child_is_replaced(pool, embedder, tmp_path):
     assert parsed.title == "Leave" and chunks
 
 
+def test_warming_a_pool_whose_child_died_starts_a_new_child(pool):
+    pool.warm()
+    [dead] = pool.child_pids()
+    os.kill(dead, signal.SIGKILL)
+    pool.warm()  # a bench or worker warming up after the child died between files
+    assert pool.child_pids() and pool.child_pids() != [dead]
+
+
 def test_the_child_ends_when_its_parent_is_killed(tmp_path):
     """A worker killed with SIGKILL must not leave its parser process behind."""
     import subprocess
