@@ -5,7 +5,6 @@ through the real `mcp` client over streamable HTTP against the real server (echo
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 

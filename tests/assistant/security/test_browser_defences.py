@@ -10,9 +10,7 @@ import json
 import re
 
 import pytest
-from litestar.testing import AsyncTestClient
 
-from assistant.app import create_app
 from assistant.security.browser_defences import CONTENT_SECURITY_POLICY
 from indexes.jobs import Jobs
 from tests.support.stores import write_pages
