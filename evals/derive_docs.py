@@ -21,6 +21,7 @@ import ast
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from evals.derive_questions import DEFAULT_TUNE_PACKAGES, SKIPPED_DIRS, Derived, find_packages
@@ -106,19 +107,22 @@ def _split_of(package: str, tune: tuple[str, ...]) -> str:
     return "tune" if package.lower() in {t.lower() for t in tune} else "report"
 
 
-def package_docs(root: Path) -> list[tuple[str, Section]]:
-    """(package, section) for every section of every package's docs/**/*.rst under root, sources
-    relative to root; change logs, licences, indexes and API listings left out."""
-    out = []
+def rst_pages(root: Path, skipped: set[str]) -> Iterator[tuple[str, str, str]]:
+    """(package, source relative to root, text) of every package's docs/**/*.rst under root, but the
+    pages named in skipped and those in hidden or private folders."""
     for package, tree in _package_trees(root):
         for path in sorted((tree / "docs").rglob("*.rst")):
             rel = path.relative_to(tree / "docs")
-            if path.name in SKIPPED_PAGES or any(p.startswith(("_", ".")) for p in rel.parts):
+            if path.name in skipped or any(p.startswith(("_", ".")) for p in rel.parts):
                 continue
-            source = path.relative_to(root).as_posix()
-            text = path.read_text(encoding="utf-8", errors="replace")
-            out.extend((package, s) for s in rst_sections(text, source))
-    return out
+            yield package, path.relative_to(root).as_posix(), path.read_text(encoding="utf-8", errors="replace")
+
+
+def package_docs(root: Path) -> list[tuple[str, Section]]:
+    """(package, section) for every section of every package's docs/**/*.rst under root, sources
+    relative to root; change logs, licences, indexes and API listings left out."""
+    return [(package, s) for package, source, text in rst_pages(root, SKIPPED_PAGES)
+            for s in rst_sections(text, source)]
 
 
 def _content_words(sentence: str, drop: set[str]) -> list[str]:

@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 from evals.derive_docs import _SENTENCE_END, _package_trees, _split_of, behaviour_question, inline_text, \
-    rst_sections, without_words
+    rst_pages, rst_sections, without_words
 from evals.derive_questions import _IMPERATIVE, DEFAULT_TUNE_PACKAGES, Derived, unique_questions
 from evals.derive_sections import EN_STOPWORDS, Rarity, Section, latin_terms
 
@@ -67,15 +67,8 @@ def package_texts(root: Path) -> dict[str, list[tuple[str, str]]]:
 def package_entries(root: Path) -> list[tuple[str, Section]]:
     """(package, entry) for every described value of every package's docs/**/*.rst under root, sources
     relative to root; change logs, licences and indexes left out."""
-    out = []
-    for package, tree in _package_trees(root):
-        for path in sorted((tree / "docs").rglob("*.rst")):
-            rel = path.relative_to(tree / "docs")
-            if path.name in SKIPPED_PAGES or any(p.startswith(("_", ".")) for p in rel.parts):
-                continue
-            text = path.read_text(encoding="utf-8", errors="replace")
-            out.extend((package, e) for e in rst_entries(text, path.relative_to(root).as_posix()))
-    return out
+    return [(package, e) for package, source, text in rst_pages(root, SKIPPED_PAGES)
+            for e in rst_entries(text, source)]
 
 
 def name_words(name: str) -> set[str]:

@@ -59,12 +59,9 @@ COLLECTION_COLUMNS = "id, name, created_at, generation, embedder, dim, title"
 
 def collection_from_row(row: tuple) -> Collection:
     """A Collection from a row of COLLECTION_COLUMNS (SQLite keeps the UTC creation time as ISO text)."""
-    cid, name, created, generation, embedder, dim, title = row
-    created_at = datetime.fromisoformat(created) if isinstance(created, str) else created
-    if created_at.tzinfo is None:
-        created_at = created_at.replace(tzinfo=timezone.utc)
-    return Collection(id=cid, name=name, created_at=created_at, generation=generation, embedder=embedder, dim=dim,
-                      title=title)
+    fields = dict(zip(COLLECTION_COLUMNS.split(", "), row))
+    created_at = datetime.fromisoformat(c) if isinstance(c := fields.pop("created_at"), str) else c
+    return Collection(**fields, created_at=created_at if created_at.tzinfo else created_at.replace(tzinfo=timezone.utc))
 
 
 class Store:

@@ -15,7 +15,9 @@ what changed. A new replica, or one whose file was lost, fills its copy the same
 
 from __future__ import annotations
 
+import functools
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from sqlalchemy import text
@@ -116,6 +118,15 @@ def read_all(engine: Engine, sql: str) -> list[tuple]:
         return conn.connection.driver_connection.execute(sql).fetchall()
 
 
+def _after_sync(read: Callable) -> Callable:
+    """The index's read, made once the copy has caught up with the store."""
+    @functools.wraps(read)
+    def synced(self: "CopiedLexical", *args, **kwargs):
+        self.copy.sync()
+        return read(self, *args, **kwargs)
+    return synced
+
+
 class CopiedLexical(Lexical):
     """BM25 over a replica's FTS5 copy, synced with the store before each read."""
 
@@ -126,18 +137,7 @@ class CopiedLexical(Lexical):
     def sync(self) -> bool:
         return self.copy.sync()
 
-    def search(self, *args, **kwargs):
-        self.copy.sync()
-        return super().search(*args, **kwargs)
-
-    def scores(self, *args, **kwargs):
-        self.copy.sync()
-        return super().scores(*args, **kwargs)
-
-    def rows_matching(self, *args, **kwargs):
-        self.copy.sync()
-        return super().rows_matching(*args, **kwargs)
-
-    def heading_matches(self, *args, **kwargs):
-        self.copy.sync()
-        return super().heading_matches(*args, **kwargs)
+    search = _after_sync(Lexical.search)
+    scores = _after_sync(Lexical.scores)
+    rows_matching = _after_sync(Lexical.rows_matching)
+    heading_matches = _after_sync(Lexical.heading_matches)

@@ -5,13 +5,13 @@ given to collections made before titles existed by their migration."""
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 from alembic import command
 
 from indexes import migrations
 from indexes.collection_titles import TitleError, check_title, name_for_title, title_hash, unique_name
-from indexes.db import sqlite_engine
 from indexes.store import COLLECTION_NAME
+from tests.indexes.test_migrations import new_engine
 
 
 @pytest.mark.parametrize("title, name", [
@@ -82,10 +82,7 @@ def test_collections_are_listed_by_title(store):
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def engine_at_0006(request, tmp_path):
-    if request.param == "sqlite":
-        engine = sqlite_engine(tmp_path / "old.db")
-    else:
-        engine = create_engine(request.getfixturevalue("postgres").create_database("migrations_titles"))
+    engine = new_engine(request, tmp_path, "migrations_titles")
     with engine.begin() as conn:
         command.upgrade(migrations.config(conn), "0006")
         conn.execute(text("INSERT INTO collection (name, created_at, generation, embedder, dim) "

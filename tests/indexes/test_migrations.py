@@ -12,12 +12,16 @@ from indexes import migrations
 from indexes.db import make_store_engine, sqlite_engine
 
 
+def new_engine(request, tmp_path, name: str):
+    """An empty database called name on the engine the fixture's parameter names (sqlite or postgres)."""
+    if request.param == "sqlite":
+        return sqlite_engine(tmp_path / f"{name}.db")
+    return create_engine(request.getfixturevalue("postgres").create_database(name))
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def empty_engine(request, tmp_path):
-    if request.param == "sqlite":
-        engine = sqlite_engine(tmp_path / "empty.db")
-    else:
-        engine = create_engine(request.getfixturevalue("postgres").create_database("migrations_empty"))
+    engine = new_engine(request, tmp_path, "migrations_empty")
     yield engine
     engine.dispose()
 

@@ -16,7 +16,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.web.conftest import artifacts_dir, assistant_command, base_env, checked_page, running_server
+from tests.web.conftest import artifacts_dir, assistant_command, base_env, checked_page, running_server, stop
 from tests.web.test_first_visit import shoot
 from tests.web.test_pages import open_documents
 
@@ -54,12 +54,7 @@ def server_and_worker(tmp_path_factory) -> Iterator[tuple[str, subprocess.Popen]
             yield base, worker
         finally:
             os.killpg(worker.pid, signal.SIGCONT)
-            worker.terminate()
-            try:
-                worker.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                worker.wait()
+            stop(worker)
 
 
 def test_the_time_left_stays_put_while_the_worker_is_stuck(browser, server_and_worker, tmp_path_factory):

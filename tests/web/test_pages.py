@@ -5,7 +5,6 @@ Content-Security-Policy."""
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import httpx
@@ -25,6 +24,16 @@ def ask(page, question: str) -> None:
     page.fill("#question", question)
     page.press("#question", "Enter")
     expect(page.locator(".answer").last).to_have_attribute("aria-busy", "false", timeout=ANSWER_TIMEOUT_MS)
+
+
+def new_collection(page, title: str) -> str:
+    """A collection made through the documents view's form with any title, and open: its API name."""
+    page.goto("/#documents")
+    page.fill("#new-collection", title)
+    page.click("#create-form button")
+    card = page.locator(".collection-card", has_text=title)
+    expect(card).to_have_attribute("aria-pressed", "true")
+    return card.get_attribute("data-name")
 
 
 def open_documents(page, collection: str) -> None:

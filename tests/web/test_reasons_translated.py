@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import shared_path
 from tests.web.conftest import artifacts_dir, checked_page
+from tests.web.test_pages import new_collection
 from tests.web.test_first_visit import shoot
 from tests.web.test_job_outcomes import job_card, listed
 
@@ -29,12 +30,7 @@ def test_ingest_reasons_and_refusals_are_said_in_chinese(browser, live_server, t
     if not locked.exists():
         pytest.skip(f"{locked} is missing")
     with checked_page(browser, live_server, locale="zh-CN", viewport={"width": 1440, "height": 900}) as page:
-        page.goto("/#documents")
-        page.fill("#new-collection", "问题文件")
-        page.click("#create-form button")
-        card = page.locator(".collection-card", has_text="问题文件")
-        expect(card).to_have_attribute("aria-pressed", "true")
-        name = card.get_attribute("data-name")
+        name = new_collection(page, "问题文件")
         try:
             page.set_input_files("#pick-files", files=[
                 {"name": "locked.pdf", "mimeType": "application/pdf", "buffer": locked.read_bytes()},

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from tests.web.conftest import artifacts_dir, ask_in_new_chat, checked_page, served
+from tests.web.test_pages import new_collection
 from tests.web.test_first_visit import DROP, INGEST_TIMEOUT_MS, shoot
 from tests.web.test_job_outcomes import job_card
 
@@ -78,12 +79,7 @@ def test_a_zip_s_files_are_named_by_their_paths_inside_it_and_a_later_zip_replac
         browser, empty_server, tmp_path_factory):
     problems: dict[str, list[str]] = {}
     with checked_page(browser, empty_server, locale="en-GB", viewport={"width": 1440, "height": 900}) as page:
-        page.goto("/#documents")
-        page.fill("#new-collection", "Staff handbook")
-        page.click("#create-form button")
-        card = page.locator(".collection-card", has_text="Staff handbook")
-        expect(card).to_have_attribute("aria-pressed", "true")
-        name = card.get_attribute("data-name")
+        name = new_collection(page, "Staff handbook")
         assert name == "staff-handbook"
 
         page.set_input_files("#pick-files", files=[{"name": "handbook-2025.zip", "mimeType": "application/zip",
