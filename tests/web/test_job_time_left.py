@@ -45,7 +45,7 @@ def server_and_worker(tmp_path_factory) -> Iterator[tuple[str, subprocess.Popen]
     the test can stop and resume it)."""
     root = tmp_path_factory.mktemp("time-left")
     data = root / "data"
-    env = base_env(ASSISTANT_BACKEND="echo")
+    env = base_env(ASSISTANT_BACKEND="echo", ASSISTANT_INGEST_RUN_WORKER="false")  # this worker is the only one
     with running_server(root, data, env) as base:
         with (root / "worker.log").open("w") as log:
             worker = subprocess.Popen([*assistant_command(), "worker", "--data-dir", str(data), "--exit-with-parent"],
@@ -73,6 +73,7 @@ def test_the_time_left_stays_put_while_the_worker_is_stuck(browser, server_and_w
             for _ in range(24):  # six seconds: six of the page's polls
                 seen.append(facts.text_content())
                 time.sleep(0.25)  # time is the subject: the card watched across the page's polls
+            assert all(PROGRESS.match(s) for s in seen), seen
             stuck = {(PROGRESS.match(s)[1], m[1] if (m := LEFT.search(s)) else None) for s in seen}
             assert len(stuck) == 1, f"the job card changed while no file was done: {seen}"
             [(done, left)] = stuck
