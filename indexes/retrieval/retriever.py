@@ -319,7 +319,7 @@ class Retriever:
         if self.prior.active and self.each_kind and question_form(cands.query) != "implementation":
             order = each_kind_by(order, meta, self.prior.is_source, self.each_kind)  # where-is-it: the source
         if self.definitions_by:
-            order = self.with_definition(cands, collections, order, fused, meta, SearchFilters.coerce(filters))
+            order = self.with_definition(cands, collections, order, fused, meta, filters)
         scores = fused
         records: dict[int, ChunkRecord] = {}
         if self.reranker is not None:
@@ -338,7 +338,8 @@ class Retriever:
         return hits_in_order(cands, order, records, scores)
 
     def with_definition(self, cands: Candidates, collections: str | list[str], order: list[int],
-                        scores: dict[int, float], meta: dict[int, ChunkMeta], flt: SearchFilters | None) -> list[int]:
+                        scores: dict[int, float], meta: dict[int, ChunkMeta],
+                        filters: SearchFilters | dict | None) -> list[int]:
         """The ranking with the best chunk that defines a name the question gives (definitions.py) among
         the first `definitions_by` documents: the best by fused score among the candidates, else by BM25;
         only a chunk inside the search's filters."""
@@ -347,7 +348,7 @@ class Retriever:
             return order
         colls = self.collections(collections)
         defs = definition_ids(self.store, [c.id for c in colls], names)
-        if defs and flt:
+        if defs and filters and (flt := SearchFilters.coerce(filters)):  # read only when some were given
             allowed = {int(i) for c in colls for i in self.store.allowed_chunk_ids(c.id, flt)}
             defs = [d for d in defs if d in allowed]
         if not defs:
