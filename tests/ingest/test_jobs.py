@@ -68,7 +68,8 @@ def test_progress_counts_files_rate_and_eta_and_cancel(store):
     info = jobs.progress(job.id)
     assert (info["files_done"], info["files_ingested"], info["files_failed"], info["files_skipped"]) == (3, 1, 1, 1)
     assert info["chunks"] == 3 and info["current"] == ["f3.md"] and info["files_pending"] == 7
-    assert info["errors"] == [{"path": "f1.md", "reason": "empty file", "kind": "empty"}]
+    assert info["errors"] == [{"path": "f1.md", "reason": "empty file", "kind": "empty", "code": "empty_file",
+                               "values": {}}]
     assert info["skipped"] == [] and info["files_unchanged"] == 1  # unchanged is not left out
     assert info["rate_files_per_s"] > 0 and info["eta_s"] == pytest.approx(7 / info["rate_files_per_s"], abs=0.1)
     assert jobs.cancel(job.id) and jobs.heartbeat(job.id, me) == "cancelled"
@@ -76,16 +77,20 @@ def test_progress_counts_files_rate_and_eta_and_cancel(store):
     assert jobs.progress(job.id)["status"] == "cancelled"
 
 
+BIG = "file too large (9.0 MB; the limit is 8 MB)"  # as ingest/prepare.py words it
+
+
 def test_left_out_files_are_listed_with_their_kind_bounded_with_their_count(store):
     jobs = Jobs(store.engine)
     job = jobs.enqueue(7, "docs", {"paths": ["/x"]})
     jobs.record(job.id, [FileState(f"img{i}.png", "skipped", "image file: text in images is not read") for i in range(7)]
-                + [FileState("same.md", "skipped", "unchanged"), FileState("big.pdf", "failed", "file too large (9.0 MB)")])
+                + [FileState("same.md", "skipped", "unchanged"), FileState("big.pdf", "failed", BIG)])
     info = jobs.progress(job.id, errors=5)
     assert [s["path"] for s in info["skipped"]] == [f"img{i}.png" for i in range(5)]
     assert {s["kind"] for s in info["skipped"]} == {"image"}
     assert (info["files_skipped"], info["files_unchanged"]) == (8, 1)  # 7 left out, told by the counts
-    assert info["errors"] == [{"path": "big.pdf", "reason": "file too large (9.0 MB)", "kind": "too_large"}]
+    assert info["errors"] == [{"path": "big.pdf", "reason": BIG, "kind": "too_large", "code": "file_too_large",
+                               "values": {"size_mb": "9.0", "limit_mb": "8"}}]  # the code and values the page words
 
 
 @pytest.mark.parametrize(("reason", "kind"), [
