@@ -204,6 +204,7 @@ export function fileIssues(files, count, which) {
 }
 
 function jobCard(job) {
+  if (job.collection !== selected) return;  // a poll or a listing that returns after another collection was opened
   let card = document.querySelector(`.job[data-job="${job.id}"]`);
   if (!card) {
     card = el("article", "job");
@@ -265,6 +266,7 @@ async function resumeJobs() {
   const collection = selected;
   try {
     const jobs = await api.jobs(collection);
+    if (collection !== selected) return;
     for (const job of jobs.slice(0, 5).reverse()) {
       jobCard(job);
       if (!FINISHED.includes(job.status)) watchJob(job.id);
