@@ -100,10 +100,11 @@ async def answer(asking: Any, q: AnswerQuestion, collection: str, conversation_i
     row: dict[str, Any] = {"question": q.question, "split": q.split}
     try:
         answering = await asking.open(LOCAL_USER, Question(q.question, () if conversation_id else (collection,),
-                                                           conversation_id=conversation_id))
+                                                           conversation_id=conversation_id, progress=True))
     except AskError as exc:
         row["error"] = exc.message
-        return {**row, **score_answer(q, "", [], {}, {}), "wait_ms": None, "prompt_tokens": None}
+        return {**row, **score_answer(q, "", [], {}, {}), "wait_ms": None, "prompt_tokens": None,
+                "prompt_cached": None, "rewrite_ms": None}
     used = answering.prepared.prompt.sources_used if answering.prepared.prompt else []
     texts, places = sources_shown(used)
     got = await answering.outcome(lambda piece: first or first.append(time.perf_counter()))
@@ -114,7 +115,8 @@ async def answer(asking: Any, q: AnswerQuestion, collection: str, conversation_i
     cited = [] if (done.get("check") or {}).get("replaced") else [s["path"] for s in got.sources if s.get("cited")]
     row.update(score_answer(q, text, cited, texts, done, places))
     row.update(answer=text, wait_ms=round((first[0] - sent) * 1000, 1) if first else None,
-               prompt_tokens=done.get("prompt_tokens"))
+               prompt_tokens=done.get("prompt_tokens"), prompt_cached=got.prompt_cached,
+               rewrite_ms=(done.get("timings") or {}).get("rewrite_ms"))
     return row
 
 
@@ -126,7 +128,8 @@ async def followup(asking: Any, store: Any, q: AnswerQuestion, second: str, coll
     await answer(asking, q, collection, conv.id)
     row = await answer(asking, AnswerQuestion(second, split=q.split), collection, conv.id)
     return {"question": q.question, "followup": second, "wait_ms": row["wait_ms"],
-            "prompt_tokens": row["prompt_tokens"], "error": row.get("error")}
+            "prompt_tokens": row["prompt_tokens"], "prompt_cached": row["prompt_cached"],
+            "rewrite_ms": row["rewrite_ms"], "error": row.get("error")}
 
 
 async def measure(asking: Any, backend: Any, store: Any, questions: list[AnswerQuestion], budgets: list[int],
@@ -158,7 +161,8 @@ async def measure(asking: Any, backend: Any, store: Any, questions: list[AnswerQ
         follows.append(row)
         if keep:
             keep(rows, follows)
-        say(f"[follow-up {n}] budget {budget}: wait {row['wait_ms']} ms, prompt {row['prompt_tokens']}")
+        say(f"[follow-up {n}] budget {budget}: wait {row['wait_ms']} ms (the rewrite {row['rewrite_ms']} ms), "
+            f"prompt {row['prompt_tokens']} ({row['prompt_cached']} kept)")
     return rows, follows
 
 
@@ -167,10 +171,12 @@ def report(rows: list[dict], follows: list[dict], budgets: list[int]) -> dict[st
     for b in budgets:
         mine = [r for r in rows if r["budget"] == b]
         waits = [f["wait_ms"] for f in follows if f["budget"] == b and f.get("wait_ms") is not None]
+        kept = [f["prompt_cached"] for f in follows if f["budget"] == b and f.get("prompt_cached") is not None]
         per[str(b)] = {
             "all": summary(mine),
             **{split: summary([r for r in mine if r["split"] == split]) for split in ("tune", "report")},
             "followup_ttft_ms_p50": round(percentile(waits, 50), 1) if waits else None,
+            "followup_prompt_cached_p50": round(percentile(kept, 50)) if kept else None,
         }
     return {"budgets": per, "knee": knee(rows, budgets)}
 

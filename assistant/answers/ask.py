@@ -23,7 +23,7 @@ from indexes.store import Store
 
 from assistant.answers.conversation import ConversationTurn, UnknownConversation
 from assistant.answers.document_question import DocumentNotAnswerable, UnknownDocument, find_document
-from assistant.answers.events import Done, Event, Failed, Retrieved, Sources, Token
+from assistant.answers.events import Done, Event, Failed, Progress, Retrieved, Sources, Token
 from assistant.answers.rag import AnswerPolicy, PreparedAnswer, prepare
 from assistant.answers.variants import NotLastQuestion, UnknownTurn
 from assistant.backends.base import Backend, BackendBusy
@@ -70,11 +70,14 @@ class Outcome:
     sources: list[dict] = field(default_factory=list)
     done: Done | None = None
     failed: Failed | None = None
+    prompt_cached: int | None = None  # prompt tokens the engine kept from before (asked with `progress`)
 
     def take(self, event: Event) -> None:
         match event:
             case Token(text=text):
                 self.text += text
+            case Progress(cached=cached) if self.prompt_cached is None:
+                self.prompt_cached = cached
             case Sources(sources=sources):
                 self.sources = sources
             case Done():

@@ -297,7 +297,7 @@ async def model_rewrite(
 ) -> str | None:
     """The model's standalone version of question, or None (refused, failed, too slow, or not a rewrite)."""
     messages = rewrite_prompt(question, previous_question, previous_answer)
-    params = GenParams(max_tokens=max_tokens, temperature=0.0, stop=["\n"])
+    params = GenParams(max_tokens=max_tokens, temperature=0.0, stop=["\n"], aside=True)
     pieces: list[str] = []
     try:
         stream = backend.stream(messages, params)  # takes a place in the backend's queue, like an answer

@@ -21,6 +21,9 @@ class GenParams:
     temperature: float = 0.2
     stop: list[str] = field(default_factory=list)
     progress: bool = False  # a backend that can tells how far it has read the prompt (PromptProgress pieces)
+    # A short request beside the answers (a follow-up's rewrite): an engine that holds one prompt at a time
+    # keeps the one it held, so the next answer reuses its start.
+    aside: bool = False
 
 
 @dataclass(frozen=True)

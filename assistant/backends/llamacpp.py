@@ -27,6 +27,7 @@ from assistant.backends.base import (
     PromptProgress,
     completion_text,
 )
+from assistant.backends.llamacpp_aside import put_aside, put_back
 from assistant.backends.packaged_models import ensure_joined, packaged_model
 from assistant.backends.repetition import LineRepeatGuard
 from assistant.backends.slot import Slot, Ticket
@@ -213,6 +214,7 @@ class _Generation:
         if self._criteria is not None:
             criteria.extend(self._criteria)
         guard = LineRepeatGuard(self.backend.max_line_repeats)
+        held = put_aside(self.backend.llm) if p.aside else None
         try:
             if p.progress:
                 self._read_prompt(loop)
@@ -247,6 +249,8 @@ class _Generation:
             log.exception("llama.cpp generation failed")
             self._put(loop, exc)
         finally:
+            if held is not None:
+                put_back(self.backend.llm, held)
             if self.backend._running is self:
                 self.backend._running = None
             self.backend._slot.record_duration(time.monotonic() - started)

@@ -111,3 +111,14 @@ async def test_a_question_about_one_document_is_the_same_on_every_door(client, s
         "model": f"rag:handbook/{GUIDE}", "messages": [{"role": "user", "content": QUESTION}]})).json()
     assert events["done"]["document_mode"] == mcp["document_mode"] == rest["document_mode"] == "whole"
     assert events["done"]["answer"] == mcp["answer"] == rest["choices"][0]["message"]["content"]
+
+
+def test_an_outcome_keeps_what_the_engine_had_kept_of_the_prompt():
+    from assistant.answers.ask import Outcome
+    from assistant.answers.events import Progress, Token
+
+    got = Outcome()
+    for event in (Progress(244, 1022, 244), Progress(756, 1022, 244), Progress(1022, 1022, 244), Token("Yes.")):
+        got.take(event)
+    assert got.prompt_cached == 244 and got.text == "Yes."
+    assert Outcome().prompt_cached is None  # no progress asked for: nothing known

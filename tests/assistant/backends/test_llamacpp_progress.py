@@ -1,6 +1,7 @@
 """The in-process llama.cpp backend reads the prompt in batches and says how far it has got: the same answer
-as without, each prompt token evaluated once (llama.cpp's own counters), and a prompt that shares its start
-with the last one reads only the rest."""
+as without, each prompt token evaluated once (llama.cpp's own counters), a prompt that shares its start
+with the last one reads only the rest, and a short request put aside (a follow-up's rewrite) leaves the last
+prompt in place for the next answer."""
 
 from __future__ import annotations
 
@@ -90,3 +91,48 @@ def test_a_prompt_that_starts_like_the_last_reads_only_the_rest(backend):
     assert steps[-1].done == total
     in_batches, _ = evaluated(backend)
     assert in_batches == total - shared
+
+
+def other_request(backend) -> int:
+    """A short request about something else, not put aside: the tokens it generated."""
+    async def run() -> int:
+        stream = backend.stream([{"role": "user", "content": "Rewrite as one question: where is it? (the kitchen)"}],
+                                GenParams(max_tokens=8, temperature=0))
+        [piece async for piece in stream]
+        return stream.completion_tokens
+
+    return asyncio.run(run())
+
+
+@pytest.mark.slow
+def test_a_request_aside_leaves_the_last_prompt_for_the_next_answer(backend):
+    import llama_cpp
+
+    from assistant.answers.conversation import standalone_query
+
+    longer = [{"role": "user", "content": MESSAGES[0]["content"] + " And which one is on floor 3?"}]
+    shared = 0
+    for a, b in zip(backend.render(MESSAGES)[0], backend.render(longer)[0]):
+        if a != b:
+            break
+        shared += 1
+    backend.llm.reset()
+    fresh, _, _ = answer(backend, progress=True, messages=longer)  # read whole: nothing held
+
+    backend.llm.reset()
+    answer(backend, progress=True)
+    # a follow-up's rewrite, the request put aside in the product
+    llama_cpp.llama_perf_context_reset(backend.llm._ctx.ctx)
+    history = [{"role": "user", "content": "Which room seats 9 people?"}, {"role": "assistant", "content": "Room 7."}]
+    asyncio.run(standalone_query(backend, "Which floor is it on?", history, mode="model", timeout_s=300))
+    assert sum(evaluated(backend)) > 0  # the model was asked
+    text, steps, _ = answer(backend, progress=True, messages=longer)
+    assert steps[0].cached == shared > 3 * BATCH  # what the first answer's prompt left is read from the cache
+    assert text == fresh  # and it is what reading the prompt whole gives
+
+    # the same request not put aside takes the model's cache for itself
+    backend.llm.reset()
+    answer(backend, progress=True)
+    assert other_request(backend) > 0
+    _, steps, _ = answer(backend, progress=True, messages=longer)
+    assert steps[0].cached < BATCH
