@@ -16,6 +16,7 @@ import logging
 import os
 import threading
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -27,7 +28,7 @@ from assistant.backends.base import (
     PromptProgress,
     completion_text,
 )
-from assistant.backends.llamacpp_aside import put_aside, put_back
+from assistant.backends.llamacpp_aside import Asides
 from assistant.backends.packaged_models import ensure_joined, packaged_model
 from assistant.backends.repetition import LineRepeatGuard
 from assistant.backends.slot import Slot, Ticket
@@ -85,6 +86,7 @@ class LlamaCppBackend:
         self._slot = Slot(max_queue)
         self._closed = False
         self._running: _Generation | None = None
+        self.asides = Asides()
         self._formatter = self._choose_formatter(chat_format)
         self.prompt_style: Literal["chat", "completion"] = "chat" if self._formatter else "completion"
 
@@ -214,24 +216,38 @@ class _Generation:
         if self._criteria is not None:
             criteria.extend(self._criteria)
         guard = LineRepeatGuard(self.backend.max_line_repeats)
-        held = put_aside(self.backend.llm) if p.aside else None
         try:
-            if p.progress:
-                self._read_prompt(loop)
-                if self.stop_event.is_set():  # stopped while reading: the rest of the prompt is not read either
-                    return
-            pieces = self.backend.llm.create_completion(
-                self._tokens,
-                # never past the window (llama-cpp-python would clamp to the padded one, past its own array)
-                max_tokens=min(p.max_tokens, self.backend.max_tokens or p.max_tokens,
-                               self.backend.context_window - len(self._tokens)),
-                temperature=p.temperature,
-                stop=self._stop or None,
-                repeat_penalty=self.backend.repeat_penalty,
-                stopping_criteria=criteria,
-                seed=self.backend.seed,
-                stream=True,
-            )
+            with self.backend.asides.taking_turns(self.backend.llm) if p.aside else nullcontext():
+                self._generate(loop, criteria, guard)
+        except Exception as exc:  # reported to the reader as a BackendError
+            log.exception("llama.cpp generation failed")
+            self._put(loop, exc)
+        finally:
+            if self.backend._running is self:
+                self.backend._running = None
+            self.backend._slot.record_duration(time.monotonic() - started)
+            self.ticket.release()  # only now may the next request use the model
+            self._put(loop, _END)
+
+    def _generate(self, loop: asyncio.AbstractEventLoop, criteria: Any, guard: LineRepeatGuard) -> None:
+        p = self._params
+        if p.progress:
+            self._read_prompt(loop)
+            if self.stop_event.is_set():  # stopped while reading: the rest of the prompt is not read either
+                return
+        pieces = self.backend.llm.create_completion(
+            self._tokens,
+            # never past the window (llama-cpp-python would clamp to the padded one, past its own array)
+            max_tokens=min(p.max_tokens, self.backend.max_tokens or p.max_tokens,
+                           self.backend.context_window - len(self._tokens)),
+            temperature=p.temperature,
+            stop=self._stop or None,
+            repeat_penalty=self.backend.repeat_penalty,
+            stopping_criteria=criteria,
+            seed=self.backend.seed,
+            stream=True,
+        )
+        try:
             for chunk in pieces:
                 if self.stop_event.is_set():
                     break
@@ -241,21 +257,11 @@ class _Generation:
                 if choice["text"] and (shown := guard.feed(choice["text"])):
                     self._put(loop, shown)
                 if guard.stopped:  # the answer began to loop on a line: end it there
-                    pieces.close()
                     break
-            if rest := guard.finish():
-                self._put(loop, rest)
-        except Exception as exc:  # reported to the reader as a BackendError
-            log.exception("llama.cpp generation failed")
-            self._put(loop, exc)
         finally:
-            if held is not None:
-                put_back(self.backend.llm, held)
-            if self.backend._running is self:
-                self.backend._running = None
-            self.backend._slot.record_duration(time.monotonic() - started)
-            self.ticket.release()  # only now may the next request use the model
-            self._put(loop, _END)
+            pieces.close()  # now, while this request has the model, not whenever it is collected
+        if rest := guard.finish():
+            self._put(loop, rest)
 
     def _read_prompt(self, loop: asyncio.AbstractEventLoop) -> None:
         """The prompt evaluated here `n_batch` tokens at a time, its progress reported between batches.

@@ -108,7 +108,7 @@ def other_request(backend) -> int:
 def test_a_request_aside_leaves_the_last_prompt_for_the_next_answer(backend):
     import llama_cpp
 
-    from assistant.answers.conversation import standalone_query
+    from assistant.answers.conversation import rewrite_prompt, standalone_query
 
     longer = [{"role": "user", "content": MESSAGES[0]["content"] + " And which one is on floor 3?"}]
     shared = 0
@@ -126,6 +126,13 @@ def test_a_request_aside_leaves_the_last_prompt_for_the_next_answer(backend):
     history = [{"role": "user", "content": "Which room seats 9 people?"}, {"role": "assistant", "content": "Room 7."}]
     asyncio.run(standalone_query(backend, "Which floor is it on?", history, mode="model", timeout_s=300))
     assert sum(evaluated(backend)) > 0  # the model was asked
+    # the next rewrite reads only what differs from the last one's prompt: the instructions are kept
+    first, second = (backend.render(rewrite_prompt(q, history[0]["content"], history[1]["content"]))[0]
+                     for q in ("Which floor is it on?", "How many people does it seat?"))
+    same = next(i for i, (a, b) in enumerate(zip(first, second)) if a != b)
+    llama_cpp.llama_perf_context_reset(backend.llm._ctx.ctx)
+    asyncio.run(standalone_query(backend, "How many people does it seat?", history, mode="model", timeout_s=300))
+    assert evaluated(backend)[0] == len(second) - same > 0 and same > 2 * BATCH
     text, steps, _ = answer(backend, progress=True, messages=longer)
     assert steps[0].cached == shared > 3 * BATCH  # what the first answer's prompt left is read from the cache
     assert text == fresh  # and it is what reading the prompt whole gives
