@@ -73,3 +73,21 @@ def test_a_named_function_and_a_named_setting_are_found_where_they_are_defined(s
     assert first_paths(3, question)[2] == "src/templating.py"
     assert first_paths(3, question, filters={"paths": ["docs/*"]})[2] != "src/templating.py"  # outside the filter
     assert "docs/config.rst" in first_paths(2, "What is SECRET_KEY for in a blueprint's templates folder?")
+
+
+def test_a_name_the_question_asks_about_has_its_definition_first(store, embedder):
+    """Asked what render_template does, its code comes first; a question that only uses the name keeps
+    the definition at the last of the first places."""
+    _fill(store, embedder)
+
+    def first_paths(q: str, subject_by: int) -> list[str]:
+        r = Retriever(store, embedder, candidates=4, code_terms=True, definitions_by=3,
+                      subject_definition_by=subject_by)
+        return [h.path for h in r.search(q, "code", k=3, per_document=1)]
+
+    asked = "If the app and a blueprint both have index.html in their templates folder, which one does render_template load?"
+    assert first_paths(asked, 1)[0] == "src/templating.py"
+    assert first_paths(asked, 0)[2] == "src/templating.py"  # off: as any question naming it
+    used = "How do I call render_template with a blueprint's templates folder holding index.html?"
+    assert first_paths(used, 1)[0] != "src/templating.py"
+    assert "src/templating.py" in first_paths(used, 1)
