@@ -145,6 +145,11 @@ class RetrievalSettings(BaseModel):
         "that defines it stands among this many first documents instead of definitions_by's (0 = as definitions_by; 1: "
         "the visible Flask questions, hit@1 0.800 -> 0.867; no derived question has this form)"
     )
+    named_entries_by: int = Field(
+        3, ge=0, description="a how-do-I question that names no identifier (\"How can I make Flask reject requests whose "
+        "Host header …\") sees the reference entry whose name holds one of its words (TRUSTED_HOSTS) among this many first "
+        "documents, the best by BM25, found by the name even when it is no candidate (0 = off)"
+    )
     symbol_prior: float = Field(
         0.05, ge=0, le=1, description="added on such questions to chunks whose symbol is one of the question's identifiers "
         "(0.05: derived code questions, tune split, hit@1 0.932 at 0.1, 0.940 at 0.05, 0.946 at 0; below 0.05 the "
