@@ -351,14 +351,15 @@ class Retriever:
         A how-do-I question that names none gets the reference entry whose name holds its words by
         `named_entries_by` (the setting it asks about: definitions.py)."""
         named = identifiers(cands.query)
-        colls = self.collections(collections)
         if named:
             subjects = subject_identifiers(cands.query) if self.subject_definition_by else []
             by = self.subject_definition_by if subjects else self.definitions_by
             names = [n.rsplit(".", 1)[-1] for n in (subjects or named)]
+            colls = self.collections(collections)
             defs = definition_ids(self.store, [c.id for c in colls], names) if by else []
-        elif self.named_entries_by and question_form(cands.query) == "usage":
+        elif self.named_entries_by and question_form(cands.query) == "usage":  # read once, cached
             by = self.named_entries_by
+            colls = self.collections(collections)
             defs = named_entries(self.store, [c.id for c in colls], query_terms(cands.query, drop_stopwords=True))
         else:
             return order
