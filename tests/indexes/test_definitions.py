@@ -93,8 +93,14 @@ def test_a_name_the_question_asks_about_has_its_definition_first(store, embedder
     assert "src/templating.py" in first_paths(used, 1)
 
 
-def test_an_entry_is_named_by_a_code_name_and_found_by_the_words_of_that_name(store, embedder):
+@pytest.mark.parametrize("lexical", ["own", "postgres"])
+def test_an_entry_is_named_by_a_code_name_and_found_by_the_words_of_that_name(store, embedder, lexical):
     from indexes.retrieval.definitions import entry_name, named_entries
+
+    if lexical == "postgres":
+        if not store.postgres:
+            pytest.skip("PostgreSQL's own full-text search needs the store on PostgreSQL")
+        store.configure_lexical("postgres")
 
     assert entry_name("Configuration › Builtin Configuration Values › TRUSTED_HOSTS") == "TRUSTED_HOSTS"
     assert entry_name("API › url_for(endpoint, **values)") == "url_for"
