@@ -146,5 +146,7 @@ def retriever_from(config: RetrievalSettings, store: Store, embedder: Any,
                         page_cover=config.source_prior_page_cover, page=config.page_prior),
         each_kind=config.each_kind_by,
         definitions_by=config.definitions_by,
+        subject_definition_by=config.subject_definition_by,
+        named_entries_by=config.named_entries_by,
         searches_at_once=config.searches_at_once,
     )

@@ -139,6 +139,17 @@ class RetrievalSettings(BaseModel):
         "behaviour, error-message, code and entry questions' tune halves; at 2 two behaviour questions drop, at 1 "
         "hit@1 falls: behaviour 0.888 -> 0.778, code 0.919 -> 0.870, errors 0.957 -> 0.924)"
     )
+    subject_definition_by: int = Field(
+        1, ge=0, description="where the identifier a question names is the subject of its verb (\"which one does "
+        "render_template load\", \"what does flask.redirect() send\"), the question asks what that name does: the chunk "
+        "that defines it stands among this many first documents instead of definitions_by's (0 = as definitions_by; 1: "
+        "the visible Flask questions, hit@1 0.800 -> 0.867; no derived question has this form)"
+    )
+    named_entries_by: int = Field(
+        3, ge=0, description="a how-do-I question that names no identifier (\"How can I make Flask reject requests whose "
+        "Host header …\") sees the reference entry whose name holds one of its words (TRUSTED_HOSTS) among this many first "
+        "documents, the best by BM25, found by the name even when it is no candidate (0 = off)"
+    )
     symbol_prior: float = Field(
         0.05, ge=0, le=1, description="added on such questions to chunks whose symbol is one of the question's identifiers "
         "(0.05: derived code questions, tune split, hit@1 0.932 at 0.1, 0.940 at 0.05, 0.946 at 0; below 0.05 the "

@@ -16,7 +16,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from indexes.db import read_rows
+from indexes.lexical.fts5 import identifier_words
 from indexes.retrieval.hits import HEADING_SEP, ChunkMeta
+from indexes.retrieval.question_form import identifiers
 
 if TYPE_CHECKING:
     from indexes.store import Store
@@ -46,6 +48,45 @@ def definition_ids(store: Store, collection_ids: list[int], names: list[str]) ->
         if ids:
             rows = read_rows(store.engine, f"SELECT id, symbol, heading_path FROM chunk WHERE id IN ({','.join(map(str, ids))})")
             found.update(int(r[0]) for r in rows if defines(r[1] or "", r[2] or "", name))
+    return sorted(found)
+
+
+# Heading matches read per word of a how-do-I question when looking for the setting it is about.
+ENTRY_ROWS = 200
+
+
+def entry_name(heading_path: str) -> str:
+    """The code name a reference entry is headed by (`TRUSTED_HOSTS`, `url_for` of `url_for(endpoint)`), or ""
+    when the last heading is a title in words."""
+    last = heading_path.rsplit(HEADING_SEP, 1)[-1].strip().split("(", 1)[0].strip()
+    return last if last and identifiers(last) == [last] else ""
+
+
+def _stem(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+def named_entries(store: Store, collection_ids: list[int], words: list[str]) -> list[int]:
+    """Reference entries of these collections whose name holds one of the words (`TRUSTED_HOSTS` for
+    "host", `SESSION_COOKIE_NAME` for "cookie"): a page's section headed by a code name, which is how
+    settings and other described values are documented. A how-do-I question ("make Flask reject requests
+    whose Host header …") asks what to set, in words the entry's name is made of, while its description
+    says it in others (`Validate Request.host against these trusted values`)."""
+    if not words or not collection_ids:
+        return []
+    wanted = {_stem(w.lower()) for w in words}
+    found: set[int] = set()
+    for word in words:
+        ids = store.lexical.heading_matches(collection_ids, word, ENTRY_ROWS)
+        if not ids:
+            continue
+        rows = read_rows(store.engine, "SELECT c.id, c.heading_path FROM chunk c JOIN document d ON d.id = c.document_id "
+                         f"WHERE c.id IN ({','.join(map(str, ids))}) "
+                         "AND (c.line_start IS NULL OR d.kind IN ('md', 'rst', 'html'))")
+        for cid, heading_path in rows:
+            name = entry_name(heading_path or "")
+            if name and wanted & {_stem(w) for w in identifier_words(name).split()}:
+                found.add(int(cid))
     return sorted(found)
 
 

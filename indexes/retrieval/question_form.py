@@ -97,6 +97,21 @@ def identifiers(query: str) -> list[str]:
     return found
 
 
+# A question whose verb has the identifier for its subject: "which one does render_template load",
+# "what status code does flask.redirect() send", "why does the app.run() call do nothing". The question
+# word opens a clause and at most four words (the thing asked for) stand before the auxiliary.
+_SUBJECT = (r"\b(?:what|which|how|why|when|whom?)\b(?:\s+[\w'-]+){{0,4}}?\s+"
+            r"(?:does|do|did|will|would|can|could|should|might|must)\s+(?:(?:the|my|our|a|an)\s+)?"
+            r"`?{name}(?:\(\))?`?\s+\w")
+
+
+def subject_identifiers(query: str) -> list[str]:
+    """The identifiers that are the subject of the question's verb: the question asks what that name does,
+    which its definition (the code that does it) says first; a name that is only mentioned is not one."""
+    return [name for name in identifiers(query)
+            if re.search(_SUBJECT.format(name=re.escape(name)), query, re.IGNORECASE)]
+
+
 def identifier_parts(names: list[str]) -> list[str]:
     """The words inside identifiers (`make_response` -> make, response), lower-case, without repeats."""
     out: list[str] = []

@@ -17,8 +17,8 @@ import numpy as np
 from indexes.db import read_rows
 from indexes.embedding.embedder import Embedder
 from indexes.retrieval.filters import SearchFilters
-from indexes.retrieval.definitions import definition_by, definition_ids
-from indexes.retrieval.question_form import expand_terms, identifiers, question_form
+from indexes.retrieval.definitions import definition_by, definition_ids, named_entries
+from indexes.retrieval.question_form import expand_terms, identifiers, question_form, subject_identifiers
 from indexes.retrieval.ranking import PathPrior, diverse_places, each_kind_by, linear_mix, ranked, rrf
 from indexes.lexical.fts5 import LexicalResult, Weights, normalise_query, phrase, query_terms
 from indexes.retrieval.hits import Candidates, ChunkMeta, Hit, hits_in_order, place_hits, snippet_of
@@ -75,6 +75,8 @@ class Retriever:
         searches_at_once: int = 2,
         each_kind: int = 0,
         definitions_by: int = 0,
+        subject_definition_by: int = 0,
+        named_entries_by: int = 0,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -94,6 +96,8 @@ class Retriever:
         self.prior = prior or PathPrior()
         self.each_kind = each_kind  # in a collection with code, the best page and source file by this place
         self.definitions_by = definitions_by  # where a name the question gives is defined, by this place
+        self.subject_definition_by = subject_definition_by  # ... when the name is the subject of its verb
+        self.named_entries_by = named_entries_by  # a how-do-I question's setting, named in its words, by this place
         self.parallel = parallel
         # Searches beyond `searches_at_once` wait their turn. Their work is mostly Python, so more at once
         # in one process contend for the interpreter lock and every sqlite3/ONNX/FAISS call waits to get it
@@ -318,7 +322,7 @@ class Retriever:
         order = ranked(fused)
         if self.prior.active and self.each_kind and question_form(cands.query) != "implementation":
             order = each_kind_by(order, meta, self.prior.is_source, self.each_kind)  # where-is-it: the source
-        if self.definitions_by:
+        if self.definitions_by or self.subject_definition_by or self.named_entries_by:
             order = self.with_definition(cands, collections, order, fused, meta, filters)
         scores = fused
         records: dict[int, ChunkRecord] = {}
@@ -342,12 +346,23 @@ class Retriever:
                         filters: SearchFilters | dict | None) -> list[int]:
         """The ranking with the best chunk that defines a name the question gives (definitions.py) among
         the first `definitions_by` documents: the best by fused score among the candidates, else by BM25;
-        only a chunk inside the search's filters."""
-        names = [n.rsplit(".", 1)[-1] for n in identifiers(cands.query)]
-        if not names:
+        only a chunk inside the search's filters. A name that is the subject of the question's verb ("which
+        one does render_template load") is asked about itself: its definition comes by `subject_definition_by`.
+        A how-do-I question that names none gets the reference entry whose name holds its words by
+        `named_entries_by` (the setting it asks about: definitions.py)."""
+        named = identifiers(cands.query)
+        if named:
+            subjects = subject_identifiers(cands.query) if self.subject_definition_by else []
+            by = self.subject_definition_by if subjects else self.definitions_by
+            names = [n.rsplit(".", 1)[-1] for n in (subjects or named)]
+            colls = self.collections(collections)
+            defs = definition_ids(self.store, [c.id for c in colls], names) if by else []
+        elif self.named_entries_by and question_form(cands.query) == "usage":  # read once, cached
+            by = self.named_entries_by
+            colls = self.collections(collections)
+            defs = named_entries(self.store, [c.id for c in colls], query_terms(cands.query, drop_stopwords=True))
+        else:
             return order
-        colls = self.collections(collections)
-        defs = definition_ids(self.store, [c.id for c in colls], names)
         if defs and filters and (flt := SearchFilters.coerce(filters)):  # read only when some were given
             allowed = {int(i) for c in colls for i in self.store.allowed_chunk_ids(c.id, flt)}
             defs = [d for d in defs if d in allowed]
@@ -359,7 +374,7 @@ class Retriever:
         bm25 = self.store.lexical.scores(outside, cands.match, weights=self.weights) if outside else {}
         defs.sort(key=lambda d: (d not in scores, -scores.get(d, bm25.get(d, 0.0))))
         scores.setdefault(defs[0], 0.0)  # a definition found outside the candidates has no fused score
-        return definition_by(order, meta, defs, self.definitions_by)
+        return definition_by(order, meta, defs, by)
 
     def texts(self, chunk_ids: list[int]) -> dict[int, str]:
         return {cid: rec.text for cid, rec in self.store.chunk_records(chunk_ids).items()}

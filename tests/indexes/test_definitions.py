@@ -73,3 +73,74 @@ def test_a_named_function_and_a_named_setting_are_found_where_they_are_defined(s
     assert first_paths(3, question)[2] == "src/templating.py"
     assert first_paths(3, question, filters={"paths": ["docs/*"]})[2] != "src/templating.py"  # outside the filter
     assert "docs/config.rst" in first_paths(2, "What is SECRET_KEY for in a blueprint's templates folder?")
+
+
+def test_a_name_the_question_asks_about_has_its_definition_first(store, embedder):
+    """Asked what render_template does, its code comes first; a question that only uses the name keeps
+    the definition at the last of the first places."""
+    _fill(store, embedder)
+
+    def first_paths(q: str, subject_by: int) -> list[str]:
+        r = Retriever(store, embedder, candidates=4, code_terms=True, definitions_by=3,
+                      subject_definition_by=subject_by)
+        return [h.path for h in r.search(q, "code", k=3, per_document=1)]
+
+    asked = "If the app and a blueprint both have index.html in their templates folder, which one does render_template load?"
+    assert first_paths(asked, 1)[0] == "src/templating.py"
+    assert first_paths(asked, 0)[2] == "src/templating.py"  # off: as any question naming it
+    used = "How do I call render_template with a blueprint's templates folder holding index.html?"
+    assert first_paths(used, 1)[0] != "src/templating.py"
+    assert "src/templating.py" in first_paths(used, 1)
+
+
+@pytest.mark.parametrize("lexical", ["own", "postgres"])
+def test_an_entry_is_named_by_a_code_name_and_found_by_the_words_of_that_name(store, embedder, lexical):
+    from indexes.retrieval.definitions import entry_name, named_entries
+
+    if lexical == "postgres":
+        if not store.postgres:
+            pytest.skip("PostgreSQL's own full-text search needs the store on PostgreSQL")
+        store.configure_lexical("postgres")
+
+    assert entry_name("Configuration › Builtin Configuration Values › TRUSTED_HOSTS") == "TRUSTED_HOSTS"
+    assert entry_name("API › url_for(endpoint, **values)") == "url_for"
+    assert entry_name("Security › Host Header Validation") == ""  # a title in words
+    coll = store.ensure_collection("code", embedder.name, embedder.dim)
+    for path, heading, text in (
+        ("docs/config.rst", "Configuration › TRUSTED_HOSTS", "Validate the request's host against these values."),
+        ("docs/config.rst", "Configuration › SESSION_COOKIE_NAME", "The name of the session cookie."),
+        ("docs/security.rst", "Security › Host Header Validation", "Check the host of each request."),
+    ):
+        store.write_document(coll, SourceInfo(path=path + heading[-4:], title=path, kind="rst"),
+                             [NewChunk(text=text, location=Location(heading_path=heading))], embedder.embed([text]))
+    headings = {cid: c.heading_path for cid, c in store.chunk_records(list(store.chunk_ids(coll.id))).items()}
+    assert [headings[c] for c in named_entries(store, [coll.id], ["hosts"])] == ["Configuration › TRUSTED_HOSTS"]
+    assert [headings[c] for c in named_entries(store, [coll.id], ["cookie", "reject"])] == \
+        ["Configuration › SESSION_COOKIE_NAME"]
+    assert named_entries(store, [coll.id], ["validation"]) == []
+
+
+def test_a_how_do_i_question_sees_the_setting_its_words_name(store, embedder):
+    """The entry shares one word with the question, in its name; pages about hosts in other words fill the
+    first places. A how-do-I question gets the entry among them; other forms do not."""
+    coll = store.ensure_collection("code", embedder.name, embedder.dim)
+    for i in range(8):
+        text = (f"Deploying {i}: how can I make the app behind a proxy reject a request whose Host header is not "
+                "one of my domains? The proxy forwards each request's header and domain to the app.")
+        store.write_document(coll, SourceInfo(path=f"docs/deploy{i}.rst", title=f"deploy {i}", kind="rst"),
+                             [NewChunk(text=text, location=Location(heading_path="Deploying"))], embedder.embed([text]))
+    entry = "Validated against these values during routing; otherwise SecurityError. Default: None"
+    store.write_document(coll, SourceInfo(path="docs/config.rst", title="Configuration", kind="rst"),
+                         [NewChunk(text=entry, location=Location(heading_path="Configuration › TRUSTED_HOSTS"))],
+                         embedder.embed([entry]))
+
+    def first_paths(q: str, by: int, **kwargs) -> list[str]:
+        r = Retriever(store, embedder, candidates=4, code_terms=True, definitions_by=3, named_entries_by=by)
+        return [h.path for h in r.search(q, "code", k=3, per_document=1, **kwargs)]
+
+    how = "How can I make the app reject a request whose Host header is not one of my domains behind a proxy?"
+    assert "docs/config.rst" not in first_paths(how, 0)
+    assert first_paths(how, 3)[2] == "docs/config.rst"
+    assert "docs/config.rst" not in first_paths(how, 3, filters={"paths": ["docs/deploy*"]})  # outside the filter
+    behaves = "What happens to a request whose Host header is not one of the domains behind a proxy?"
+    assert "docs/config.rst" not in first_paths(behaves, 3)
