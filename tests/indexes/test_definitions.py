@@ -34,6 +34,10 @@ def test_nothing_moves_when_a_defining_file_is_already_among_the_first_places():
     assert definition_by([1, 2, 4, 3], meta, [3], 2) == [1, 2, 4, 3]
 
 
+def _one_chunk(store, embedder, coll, source: SourceInfo, text: str, location: Location) -> None:
+    store.write_document(coll, source, [NewChunk(text=text, location=location)], embedder.embed([text]))
+
+
 def _fill(store, embedder) -> None:
     """Eight pages that use render_template, the function's code (sharing few of a question's words) and a
     reference entry headed by a setting's name."""
@@ -41,24 +45,27 @@ def _fill(store, embedder) -> None:
     for i in range(8):
         text = (f"Templates of blueprints {i}: call render_template with the template's name; a blueprint's "
                 "templates folder is searched after the application's, so index.html of the app wins.")
-        store.write_document(coll, SourceInfo(path=f"docs/page{i}.rst", title=f"page {i}", kind="rst"),
-                             [NewChunk(text=text, location=Location(heading_path="Templates"))], embedder.embed([text]))
+        _one_chunk(store, embedder, coll, SourceInfo(path=f"docs/page{i}.rst", title=f"page {i}", kind="rst"),
+                   text, Location(heading_path="Templates"))
     code = "def render_template(name, **context):\n    return _render(app, env.get_or_select(name), context)"
-    store.write_document(coll, SourceInfo(path="src/templating.py", title="templating.py", kind="py"),
-                         [NewChunk(text=code, location=Location(line_start=1, line_end=2, symbol="render_template"))],
-                         embedder.embed([code]))
+    _one_chunk(store, embedder, coll, SourceInfo(path="src/templating.py", title="templating.py", kind="py"),
+               code, Location(line_start=1, line_end=2, symbol="render_template"))
     entry = "Used by extensions and sessions to sign cookies. Default: None"
-    store.write_document(coll, SourceInfo(path="docs/config.rst", title="Configuration", kind="rst"),
-                         [NewChunk(text=entry, location=Location(heading_path="Configuration › SECRET_KEY"))],
-                         embedder.embed([entry]))
+    _one_chunk(store, embedder, coll, SourceInfo(path="docs/config.rst", title="Configuration", kind="rst"),
+               entry, Location(heading_path="Configuration › SECRET_KEY"))
 
 
-@pytest.mark.parametrize("lexical", ["own", "postgres"])
-def test_a_named_function_and_a_named_setting_are_found_where_they_are_defined(store, embedder, lexical):
+def use_lexical(store, lexical: str) -> None:
+    """The store's own lexical index, or PostgreSQL's full-text search (skipped on SQLite)."""
     if lexical == "postgres":
         if not store.postgres:
             pytest.skip("PostgreSQL's own full-text search needs the store on PostgreSQL")
         store.configure_lexical("postgres")
+
+
+@pytest.mark.parametrize("lexical", ["own", "postgres"])
+def test_a_named_function_and_a_named_setting_are_found_where_they_are_defined(store, embedder, lexical):
+    use_lexical(store, lexical)
     _fill(store, embedder)
     question = "If the app and a blueprint both have index.html in their templates folder, which one does render_template load?"
 
@@ -97,10 +104,7 @@ def test_a_name_the_question_asks_about_has_its_definition_first(store, embedder
 def test_an_entry_is_named_by_a_code_name_and_found_by_the_words_of_that_name(store, embedder, lexical):
     from indexes.retrieval.definitions import entry_name, named_entries
 
-    if lexical == "postgres":
-        if not store.postgres:
-            pytest.skip("PostgreSQL's own full-text search needs the store on PostgreSQL")
-        store.configure_lexical("postgres")
+    use_lexical(store, lexical)
 
     assert entry_name("Configuration › Builtin Configuration Values › TRUSTED_HOSTS") == "TRUSTED_HOSTS"
     assert entry_name("API › url_for(endpoint, **values)") == "url_for"
@@ -111,8 +115,8 @@ def test_an_entry_is_named_by_a_code_name_and_found_by_the_words_of_that_name(st
         ("docs/config.rst", "Configuration › SESSION_COOKIE_NAME", "The name of the session cookie."),
         ("docs/security.rst", "Security › Host Header Validation", "Check the host of each request."),
     ):
-        store.write_document(coll, SourceInfo(path=path + heading[-4:], title=path, kind="rst"),
-                             [NewChunk(text=text, location=Location(heading_path=heading))], embedder.embed([text]))
+        _one_chunk(store, embedder, coll, SourceInfo(path=path + heading[-4:], title=path, kind="rst"),
+                   text, Location(heading_path=heading))
     headings = {cid: c.heading_path for cid, c in store.chunk_records(list(store.chunk_ids(coll.id))).items()}
     assert [headings[c] for c in named_entries(store, [coll.id], ["hosts"])] == ["Configuration › TRUSTED_HOSTS"]
     assert [headings[c] for c in named_entries(store, [coll.id], ["cookie", "reject"])] == \
@@ -127,12 +131,11 @@ def test_a_how_do_i_question_sees_the_setting_its_words_name(store, embedder):
     for i in range(8):
         text = (f"Deploying {i}: how can I make the app behind a proxy reject a request whose Host header is not "
                 "one of my domains? The proxy forwards each request's header and domain to the app.")
-        store.write_document(coll, SourceInfo(path=f"docs/deploy{i}.rst", title=f"deploy {i}", kind="rst"),
-                             [NewChunk(text=text, location=Location(heading_path="Deploying"))], embedder.embed([text]))
+        _one_chunk(store, embedder, coll, SourceInfo(path=f"docs/deploy{i}.rst", title=f"deploy {i}", kind="rst"),
+                   text, Location(heading_path="Deploying"))
     entry = "Validated against these values during routing; otherwise SecurityError. Default: None"
-    store.write_document(coll, SourceInfo(path="docs/config.rst", title="Configuration", kind="rst"),
-                         [NewChunk(text=entry, location=Location(heading_path="Configuration › TRUSTED_HOSTS"))],
-                         embedder.embed([entry]))
+    _one_chunk(store, embedder, coll, SourceInfo(path="docs/config.rst", title="Configuration", kind="rst"),
+               entry, Location(heading_path="Configuration › TRUSTED_HOSTS"))
 
     def first_paths(q: str, by: int, **kwargs) -> list[str]:
         r = Retriever(store, embedder, candidates=4, code_terms=True, definitions_by=3, named_entries_by=by)

@@ -46,6 +46,12 @@ def evaluated(backend) -> tuple[int, int]:
     return data.n_p_eval, data.n_eval
 
 
+def shared_start(backend, a, b) -> int:
+    """How many tokens the prompts of two message lists share at their start."""
+    first, second = backend.render(a)[0], backend.render(b)[0]
+    return next((i for i, (x, y) in enumerate(zip(first, second)) if x != y), min(len(first), len(second)))
+
+
 @pytest.mark.slow
 def test_progress_is_reported_between_batches_and_the_answer_is_the_same(backend):
     import llama_cpp
@@ -79,11 +85,7 @@ def test_a_prompt_that_starts_like_the_last_reads_only_the_rest(backend):
     backend.llm.reset()
     answer(backend, progress=True)
     longer = [{"role": "user", "content": MESSAGES[0]["content"] + " And which one is on floor 3?"}]
-    shared = 0
-    for a, b in zip(backend.render(MESSAGES)[0], backend.render(longer)[0]):
-        if a != b:
-            break
-        shared += 1
+    shared = shared_start(backend, MESSAGES, longer)
     llama_cpp.llama_perf_context_reset(backend.llm._ctx.ctx)
     _, steps, _ = answer(backend, progress=True, messages=longer)
     total = backend.count_tokens(longer)
@@ -111,11 +113,7 @@ def test_a_request_aside_leaves_the_last_prompt_for_the_next_answer(backend):
     from assistant.answers.conversation import rewrite_prompt, standalone_query
 
     longer = [{"role": "user", "content": MESSAGES[0]["content"] + " And which one is on floor 3?"}]
-    shared = 0
-    for a, b in zip(backend.render(MESSAGES)[0], backend.render(longer)[0]):
-        if a != b:
-            break
-        shared += 1
+    shared = shared_start(backend, MESSAGES, longer)
     backend.llm.reset()
     fresh, _, _ = answer(backend, progress=True, messages=longer)  # read whole: nothing held
 
@@ -127,12 +125,12 @@ def test_a_request_aside_leaves_the_last_prompt_for_the_next_answer(backend):
     asyncio.run(standalone_query(backend, "Which floor is it on?", history, mode="model", timeout_s=300))
     assert sum(evaluated(backend)) > 0  # the model was asked
     # the next rewrite reads only what differs from the last one's prompt: the instructions are kept
-    first, second = (backend.render(rewrite_prompt(q, history[0]["content"], history[1]["content"]))[0]
+    first, second = (rewrite_prompt(q, history[0]["content"], history[1]["content"])
                      for q in ("Which floor is it on?", "How many people does it seat?"))
-    same = next(i for i, (a, b) in enumerate(zip(first, second)) if a != b)
+    same = shared_start(backend, first, second)
     llama_cpp.llama_perf_context_reset(backend.llm._ctx.ctx)
     asyncio.run(standalone_query(backend, "How many people does it seat?", history, mode="model", timeout_s=300))
-    assert evaluated(backend)[0] == len(second) - same > 0 and same > 2 * BATCH
+    assert evaluated(backend)[0] == backend.count_tokens(second) - same > 0 and same > 2 * BATCH
     text, steps, _ = answer(backend, progress=True, messages=longer)
     assert steps[0].cached == shared > 3 * BATCH  # what the first answer's prompt left is read from the cache
     assert text == fresh  # and it is what reading the prompt whole gives
