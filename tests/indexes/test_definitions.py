@@ -38,15 +38,21 @@ def _one_chunk(store, embedder, coll, source: SourceInfo, text: str, location: L
     store.write_document(coll, source, [NewChunk(text=text, location=location)], embedder.embed([text]))
 
 
+def _eight_pages(store, embedder, name: str, heading: str, text: str):
+    """A new collection `code` of eight reST pages `docs/{name}{i}.rst`, each one chunk: `text` with its `{i}`."""
+    coll = store.ensure_collection("code", embedder.name, embedder.dim)
+    for i in range(8):
+        _one_chunk(store, embedder, coll, SourceInfo(path=f"docs/{name}{i}.rst", title=f"{name} {i}", kind="rst"),
+                   text.format(i=i), Location(heading_path=heading))
+    return coll
+
+
 def _fill(store, embedder) -> None:
     """Eight pages that use render_template, the function's code (sharing few of a question's words) and a
     reference entry headed by a setting's name."""
-    coll = store.ensure_collection("code", embedder.name, embedder.dim)
-    for i in range(8):
-        text = (f"Templates of blueprints {i}: call render_template with the template's name; a blueprint's "
-                "templates folder is searched after the application's, so index.html of the app wins.")
-        _one_chunk(store, embedder, coll, SourceInfo(path=f"docs/page{i}.rst", title=f"page {i}", kind="rst"),
-                   text, Location(heading_path="Templates"))
+    coll = _eight_pages(store, embedder, "page", "Templates", (
+        "Templates of blueprints {i}: call render_template with the template's name; a blueprint's "
+        "templates folder is searched after the application's, so index.html of the app wins."))
     code = "def render_template(name, **context):\n    return _render(app, env.get_or_select(name), context)"
     _one_chunk(store, embedder, coll, SourceInfo(path="src/templating.py", title="templating.py", kind="py"),
                code, Location(line_start=1, line_end=2, symbol="render_template"))
@@ -127,12 +133,9 @@ def test_an_entry_is_named_by_a_code_name_and_found_by_the_words_of_that_name(st
 def test_a_how_do_i_question_sees_the_setting_its_words_name(store, embedder):
     """The entry shares one word with the question, in its name; pages about hosts in other words fill the
     first places. A how-do-I question gets the entry among them; other forms do not."""
-    coll = store.ensure_collection("code", embedder.name, embedder.dim)
-    for i in range(8):
-        text = (f"Deploying {i}: how can I make the app behind a proxy reject a request whose Host header is not "
-                "one of my domains? The proxy forwards each request's header and domain to the app.")
-        _one_chunk(store, embedder, coll, SourceInfo(path=f"docs/deploy{i}.rst", title=f"deploy {i}", kind="rst"),
-                   text, Location(heading_path="Deploying"))
+    coll = _eight_pages(store, embedder, "deploy", "Deploying", (
+        "Deploying {i}: how can I make the app behind a proxy reject a request whose Host header is not "
+        "one of my domains? The proxy forwards each request's header and domain to the app."))
     entry = "Validated against these values during routing; otherwise SecurityError. Default: None"
     _one_chunk(store, embedder, coll, SourceInfo(path="docs/config.rst", title="Configuration", kind="rst"),
                entry, Location(heading_path="Configuration › TRUSTED_HOSTS"))
