@@ -142,6 +142,7 @@ class ChunkMeta:
     path: str
     symbol: str
     line_cited: bool  # the ingester cites it by line numbers (code, plain text), not by heading or page
+    sheet: int | None = None  # a workbook's sheet: chunks of two sheets are never one place
 
 
 @dataclass
@@ -151,13 +152,17 @@ class Place:
     best: int
     document_id: int
     ordinals: dict[int, int] = field(default_factory=dict)  # chunk id -> ordinal
+    sheet: int | None = None  # a workbook's sheet, which the place does not leave
 
     @property
     def chunk_ids(self) -> list[int]:
         """The chunks in document order."""
         return sorted(self.ordinals, key=self.ordinals.__getitem__)
 
-    def adjacent(self, ordinal: int) -> bool:
+    def adjacent(self, ordinal: int, sheet: int | None = None) -> bool:
+        """Whether a chunk at `ordinal` (of `sheet`) continues this place at either end."""
+        if sheet != self.sheet:
+            return False
         return ordinal == min(self.ordinals.values()) - 1 or ordinal == max(self.ordinals.values()) + 1
 
 

@@ -259,7 +259,7 @@ def diverse_places(order: list[int], meta: dict[int, ChunkMeta], k: int, *, per_
             continue
         mine = by_document.setdefault(m.document_id, [])
         if merge_adjacent:
-            near = next((p for p in mine if len(p.ordinals) < max_merged and p.adjacent(m.ordinal)), None)
+            near = next((p for p in mine if len(p.ordinals) < max_merged and p.adjacent(m.ordinal, m.sheet)), None)
             if near is not None:
                 near.ordinals[cid] = m.ordinal
                 continue
@@ -267,7 +267,7 @@ def diverse_places(order: list[int], meta: dict[int, ChunkMeta], k: int, *, per_
             continue  # full: only merges into places already taken can follow
         if per_document and len(mine) >= per_document:
             continue
-        place = Place(best=cid, document_id=m.document_id, ordinals={cid: m.ordinal})
+        place = Place(best=cid, document_id=m.document_id, ordinals={cid: m.ordinal}, sheet=m.sheet)
         mine.append(place)
         places.append(place)
     return places

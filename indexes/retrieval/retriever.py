@@ -31,14 +31,16 @@ __all__ = ["Candidates", "Hit", "Retriever", "fts_query", "rrf", "snippet_of"]
 
 META_COLUMNS = (
     # line-cited: code and plain text; Markdown, reST and HTML chunks have lines too, but are prose
-    "c.id, c.document_id, c.ordinal, d.path, c.symbol, c.line_start IS NOT NULL AND d.kind NOT IN ('md', 'rst', 'html') "
+    "c.id, c.document_id, c.ordinal, d.path, c.symbol, c.line_start IS NOT NULL AND d.kind NOT IN ('md', 'rst', 'html'), "
+    # a workbook's "page" is its sheet: a table of its own, never merged with the next sheet's
+    "CASE WHEN d.kind IN ('xlsx', 'xls') THEN c.page END "
     "FROM chunk c JOIN document d ON d.id = c.document_id"
 )
 
 
 def _meta(row) -> ChunkMeta:
     """A ChunkMeta from the META_COLUMNS of one row."""
-    return ChunkMeta(int(row[1]), int(row[2]), row[3], row[4] or "", bool(row[5]))
+    return ChunkMeta(int(row[1]), int(row[2]), row[3], row[4] or "", bool(row[5]), row[6])
 
 
 def fts_query(query: str) -> str:

@@ -49,3 +49,10 @@ def test_merged_parts_say_where_each_text_lies():
             assert text[p.start - p.skip:p.start] == own[: p.skip]
     assert [p.shared for p in parts] == [False, True, False]
     assert text[parts[1].end:parts[2].start] == "\n"  # b's trailing spaces went with the line break
+
+
+def test_a_workbook_s_sheets_are_never_one_place():
+    meta = {1: ChunkMeta(1, 4, "budget.xlsx", "", False, sheet=1), 2: ChunkMeta(1, 5, "budget.xlsx", "", False, sheet=2),
+            3: ChunkMeta(1, 3, "budget.xlsx", "", False, sheet=1)}
+    places = diverse_places([1, 2, 3], meta, 3)
+    assert [p.chunk_ids for p in places] == [[3, 1], [2]]

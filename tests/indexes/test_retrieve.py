@@ -86,6 +86,16 @@ def test_one_document_takes_at_most_its_cap_and_adjacent_chunks_merge(store, emb
     assert sorted(h.path for h in files) == ["finance.md", "travel.md"]
 
 
+def test_neighbouring_chunks_of_two_sheets_stay_two_places(store, embedder):
+    coll = store.ensure_collection("sheets", embedder.name, embedder.dim)
+    sheets = [("Budget 2025", 1, "| item | cost |\n| travel | 1200 |"), ("Budget 2026", 2, "| item | cost |\n| travel | 1500 |")]
+    texts = [t for _, _, t in sheets]
+    store.write_document(coll, SourceInfo(path="budget.xlsx", title="budget", kind="xlsx"),
+                         [NewChunk(text=t, location=Location(heading_path=h, page=p)) for h, p, t in sheets],
+                         embedder.embed(texts))
+    hits = Retriever(store, embedder, merge_adjacent=True).search("travel cost", "sheets", k=2)
+    assert sorted(h.page for h in hits) == [1, 2] and all(len(h.chunk_ids) == 1 for h in hits)
+
 def test_source_prior_puts_the_defining_file_first(store, embedder):
     from indexes.retrieval.ranking import PathPrior
 
