@@ -88,7 +88,8 @@ def test_one_document_takes_at_most_its_cap_and_adjacent_chunks_merge(store, emb
 
 def test_neighbouring_chunks_of_two_sheets_stay_two_places(store, embedder):
     coll = store.ensure_collection("sheets", embedder.name, embedder.dim)
-    sheets = [("Budget 2025", 1, "| item | cost |\n| travel | 1200 |"), ("Budget 2026", 2, "| item | cost |\n| travel | 1500 |")]
+    sheets = [("Budget 2025", 1, "| item | cost |\n| travel | 1200 |"),
+              ("Budget 2026", 2, "| item | cost |\n| travel | 1500 |")]
     texts = [t for _, _, t in sheets]
     store.write_document(coll, SourceInfo(path="budget.xlsx", title="budget", kind="xlsx"),
                          [NewChunk(text=t, location=Location(heading_path=h, page=p)) for h, p, t in sheets],
