@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from indexes.db import read_rows
 from indexes.lexical.fts5 import identifier_words
-from indexes.retrieval.hits import HEADING_SEP, ChunkMeta
+from indexes.retrieval.hits import HEADING_SEP, LINE_CITED, ChunkMeta
 from indexes.retrieval.question_form import identifiers
 
 if TYPE_CHECKING:
@@ -28,12 +28,17 @@ if TYPE_CHECKING:
 LOOKUP_ROWS = 1000
 
 
+def heading_name(heading_path: str) -> str:
+    """The last heading without its signature: `url_for` of "API › url_for(endpoint, **values)"."""
+    return heading_path.rsplit(HEADING_SEP, 1)[-1].strip().split("(", 1)[0].strip()
+
+
 def defines(symbol: str, heading_path: str, name: str) -> bool:
     """Whether a chunk with this symbol and heading path defines the name (compared without case)."""
     name = name.lower()
     if symbol and symbol.rsplit(".", 1)[-1].lower() == name:
         return True
-    last = heading_path.rsplit(HEADING_SEP, 1)[-1].strip().split("(", 1)[0].strip()
+    last = heading_name(heading_path)
     return bool(last) and last.rsplit(".", 1)[-1].lower() == name
 
 
@@ -58,7 +63,7 @@ ENTRY_ROWS = 200
 def entry_name(heading_path: str) -> str:
     """The code name a reference entry is headed by (`TRUSTED_HOSTS`, `url_for` of `url_for(endpoint)`), or ""
     when the last heading is a title in words."""
-    last = heading_path.rsplit(HEADING_SEP, 1)[-1].strip().split("(", 1)[0].strip()
+    last = heading_name(heading_path)
     return last if last and identifiers(last) == [last] else ""
 
 
@@ -75,18 +80,16 @@ def named_entries(store: Store, collection_ids: list[int], words: list[str]) -> 
     if not words or not collection_ids:
         return []
     wanted = {_stem(w.lower()) for w in words}
+    ids = {i for word in words for i in store.lexical.heading_matches(collection_ids, word, ENTRY_ROWS)}
+    if not ids:
+        return []
+    rows = read_rows(store.engine, "SELECT c.id, c.heading_path FROM chunk c JOIN document d ON d.id = c.document_id "
+                     f"WHERE c.id IN ({','.join(map(str, sorted(ids)))}) AND NOT ({LINE_CITED})")
     found: set[int] = set()
-    for word in words:
-        ids = store.lexical.heading_matches(collection_ids, word, ENTRY_ROWS)
-        if not ids:
-            continue
-        rows = read_rows(store.engine, "SELECT c.id, c.heading_path FROM chunk c JOIN document d ON d.id = c.document_id "
-                         f"WHERE c.id IN ({','.join(map(str, ids))}) "
-                         "AND (c.line_start IS NULL OR d.kind IN ('md', 'rst', 'html'))")
-        for cid, heading_path in rows:
-            name = entry_name(heading_path or "")
-            if name and wanted & {_stem(w) for w in identifier_words(name).split()}:
-                found.add(int(cid))
+    for cid, heading_path in rows:
+        name = entry_name(heading_path or "")
+        if name and wanted & {_stem(w) for w in identifier_words(name).split()}:
+            found.add(int(cid))
     return sorted(found)
 
 

@@ -133,6 +133,11 @@ def hit_of(rec: ChunkRecord, cands: Candidates, score: float, dr: int | None, lr
     )
 
 
+# Whether a chunk (`c`, of document `d`) is cited by its lines: code and plain text; Markdown, reST and HTML
+# chunks have lines too, but are prose, cited by their headings.
+LINE_CITED = "c.line_start IS NOT NULL AND d.kind NOT IN ('md', 'rst', 'html')"
+
+
 @dataclass(frozen=True)
 class ChunkMeta:
     """What a prior or the diversity pass needs of a candidate, read in one query."""

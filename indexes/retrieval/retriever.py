@@ -21,7 +21,7 @@ from indexes.retrieval.definitions import definition_by, definition_ids, named_e
 from indexes.retrieval.question_form import expand_terms, identifiers, question_form, subject_identifiers
 from indexes.retrieval.ranking import PathPrior, diverse_places, each_kind_by, linear_mix, ranked, rrf
 from indexes.lexical.fts5 import LexicalResult, Weights, normalise_query, phrase, query_terms
-from indexes.retrieval.hits import Candidates, ChunkMeta, Hit, hits_in_order, place_hits, snippet_of
+from indexes.retrieval.hits import LINE_CITED, Candidates, ChunkMeta, Hit, hits_in_order, place_hits, snippet_of
 from indexes.retrieval.search_processes import SearchProcesses
 from indexes.store import ChunkRecord, Store, StoreError
 
@@ -30,8 +30,7 @@ __all__ = ["Candidates", "Hit", "Retriever", "fts_query", "rrf", "snippet_of"]
 
 
 META_COLUMNS = (
-    # line-cited: code and plain text; Markdown, reST and HTML chunks have lines too, but are prose
-    "c.id, c.document_id, c.ordinal, d.path, c.symbol, c.line_start IS NOT NULL AND d.kind NOT IN ('md', 'rst', 'html'), "
+    f"c.id, c.document_id, c.ordinal, d.path, c.symbol, {LINE_CITED}, "
     # a workbook's "page" is its sheet: a table of its own, never merged with the next sheet's
     "CASE WHEN d.kind IN ('xlsx', 'xls') THEN c.page END "
     "FROM chunk c JOIN document d ON d.id = c.document_id"
