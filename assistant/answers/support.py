@@ -209,7 +209,7 @@ def support(claim: str, source_text: str, place: str = "", asked: frozenset[str]
         # window states another number in its place.
         other = any(u[0].isdigit() for k in range(first, last + 1) for u in all_units[k]) and bool(numbers - window)
         return Support(min(score, SUPPORT_THRESHOLD / 2), False, best_span[0], best_span[1], contradicted=other)
-    if contradicts(claim, source_text, segs, seg_units, best_segs):
+    if contradicts(claim, source_text, segs, best_segs):
         return Support(0.0, False, best_span[0], best_span[1], contradicted=True)
     # Against the source's sentence most like the claim: the window may be a neighbour that holds its names.
     main = max(range(len(segs)), key=lambda k: (len(seg_units[k]), -k))
@@ -236,18 +236,16 @@ def _without_asker_words(claim_units: frozenset[str], keys: frozenset[str], aske
     return rest if len(rest) * 2 >= len(claim_units) else claim_units
 
 
-def contradicts(claim: str, source_text: str, segs: tuple[tuple[int, int], ...], seg_units: list[set[str]],
-                window: tuple[int, int]) -> bool:
+def contradicts(claim: str, source_text: str, segs: tuple[tuple[int, int], ...], window: tuple[int, int]) -> bool:
     """Whether the source says no where the claim says yes, or yes where it says no ("GSA IT can provide a
     wireless keyboard" against "GSA IT does not provide wireless peripherals"): the same words with the
-    opposite polarity are a contradiction, not support. Compared clause to clause in the window's sentence
-    that holds most of the claim: two clauses that are each other's best match and share at least half of
-    the shorter one's units, one negated and the other not."""
+    opposite polarity are a contradiction, not support. Compared clause to clause, the claim's against those of
+    every sentence of the window (the one holding most of the claim's words may list the things, "a monitor,
+    keyboard, mouse", and the next say what is not provided): two clauses that are each other's best match and
+    share at least half of the shorter one's units, one negated and the other not."""
     first, last = window
-    best = max(range(first, last + 1), key=lambda k: (len(seg_units[k]), -k))
-    start, end = segs[best]
     ours = [(c, frozenset(units(c))) for c in clauses(claim)]
-    theirs = [(d, frozenset(units(d))) for d in clauses(source_text[start:end])]
+    theirs = [(d, frozenset(units(d))) for start, end in segs[first:last + 1] for d in clauses(source_text[start:end])]
     shared = [[len(u & v) for _, v in theirs] for _, u in ours]
     for i, (c, u) in enumerate(ours):
         for j, (d, v) in enumerate(theirs):

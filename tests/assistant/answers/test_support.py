@@ -272,6 +272,16 @@ def test_a_claim_that_says_the_opposite_of_its_source_is_not_supported() -> None
     assert support("V100 不支持 bfloat16。", "启动时必须加 --dtype half，V100 不支持 bfloat16。").supported
 
 
+def test_the_opposite_said_by_the_next_sentence_of_the_window_is_a_contradiction() -> None:
+    """The sentence holding most of the claim's words lists the things; the one after it says what is not provided
+    (equipment.md as the handbook writes it)."""
+    kit = ("The kit typically includes: a monitor, keyboard, mouse, headset, and hub to provide additional "
+           "connectivity.\n\nPlease note, GSA IT does not provide wireless peripherals.")
+    flipped = support("Yes, GSA IT can provide a wireless keyboard and mouse [1].", kit)
+    assert flipped.contradicted and not flipped.supported
+    assert support("The kit includes a monitor, keyboard, mouse, headset and hub [1].", kit).supported
+
+
 def test_a_clause_of_the_other_polarity_elsewhere_in_the_sentence_is_no_contradiction() -> None:
     source = "vLLM 选的是 0.4.0.post1，因为更新的版本在 V100 上默认走的 attention backend 不支持 compute capability 7.0。"
     assert support("vLLM 使用 0.4.0.post1 版本。", source).supported
