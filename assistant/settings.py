@@ -248,6 +248,12 @@ class GenerationSettings(BaseModel):
         "replaced by 'the documents do not contain the answer', the model's text kept as model_answer; auto = on "
         "for the packaged small models (the llamacpp backend without model_path)",
     )
+    quote_sources: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="under an answer, the words of its sources that its claims stand on, when they say more than the "
+        "claim does (a condition, the exact name, a sentence saying the opposite): a small model drops them; auto = on "
+        "for the packaged small models",
+    )
     absent_words: Literal["auto", "on", "off"] = Field(
         "off",
         description="opt-in: a question with a word that none of its sources holds and at most 0.2% of the "

@@ -12,7 +12,10 @@ backend fails, anything unexpected) becomes one `Failed` event (message, code) t
 Once generated, the answer is checked against the prompt's sources (support.py): each source dict
 gains `support` ({"score", "supported", "span": {"char_start", "char_end", "line_start", "line_end",
 "page"}}, None when the answer does not cite it) and `done` gains `check` ({"sentences",
-"citation_precision", "citation_coverage", "abstained", "unsupported", "replaced", "empty", "attributed"}).
+"citation_precision", "citation_coverage", "abstained", "unsupported", "replaced", "empty", "attributed", "quotes"}).
+With `generation.quote_sources` on, an answer kept ends with the sources' words its claims stand on, when they say
+more than the claim does (answers/quotes.py): `done.answer` ends with that block, `done.model_answer` is the
+model's text, and `check.quotes` lists them ({"n", "text", "contradicts"}).
 Before the check, citations are put where the sources support them (`support.attribute`): a claim
 that cites nothing or only sources that do not say it gets the source that does, `done.answer`
 carries the corrected markers, `done.model_answer` the model's own text and `check.attributed` lists
@@ -65,6 +68,7 @@ from assistant.answers.document_question import document_prompt
 from assistant.answers.support import NO_ANSWER, NOT_IN_DOCUMENTS, AnswerCheck, attribute, check_answer, language_of
 from assistant.answers.early_send import END, Started, counted_beside
 from assistant.answers.prompts import Prompt, PromptTooLong, build_prompt, early_prompt
+from assistant.answers.quotes import quote_block, quotes
 from assistant.answers.events import Done, Event, Failed, Progress, Retrieved, Sources, Token
 from assistant.security.redaction import redact_text
 from assistant.settings import GenerationSettings
@@ -111,6 +115,12 @@ def replaces_unsupported(settings: "Settings") -> bool:
     return _on(settings.generation.replace_unsupported, settings)
 
 
+def quotes_sources(settings: "Settings") -> bool:
+    """Whether an answer ends with the words of its sources that it stands on (`generation.quote_sources`,
+    answers/quotes.py): the small models leave out conditions and exact names."""
+    return _on(settings.generation.quote_sources, settings)
+
+
 def abstains_on_absent_words(settings: "Settings") -> bool:
     """Whether a question with a word that neither the sources shown nor the collections use is answered
     'not in the documents' without the model (`generation.absent_words`, answers/absent_terms.py): an
@@ -126,16 +136,17 @@ class AnswerPolicy:
     k: int  # sources retrieved when the question names no k
     replace_unsupported: bool
     absent_words: bool
+    quote_sources: bool = False
 
     @classmethod
     def of(cls, settings: "Settings") -> "AnswerPolicy":
         return cls(settings.generation, settings.retrieval.k, replaces_unsupported(settings),
-                   abstains_on_absent_words(settings))
+                   abstains_on_absent_words(settings), quotes_sources(settings))
 
     def with_generation(self, **changes: Any) -> "AnswerPolicy":
         """The same policy with some generation settings changed (a /v1 request's max_tokens, temperature)."""
         return AnswerPolicy(self.generation.model_copy(update=changes), self.k, self.replace_unsupported,
-                            self.absent_words)
+                            self.absent_words, self.quote_sources)
 
 
 class Statement:
@@ -159,11 +170,12 @@ class Statement:
 
 
 def checked_answer(question: str, text: str, texts: dict[int, str], places: dict[int, str],
-                   replace: bool) -> tuple[AnswerCheck, dict, dict]:
+                   replace: bool, quote: bool = False) -> tuple[AnswerCheck, dict, dict]:
     """The check of an answer against the prompt's sources (number -> text, and the place it was shown
     under), the `check` of `done`, and what `done` gains (`answer`, and `model_answer` when that is not
     the model's text). An empty answer is replaced by NO_ANSWER whatever `replace` says: there is nothing
-    of the model's to show."""
+    of the model's to show. With `quote`, an answer kept ends with the sources' words its claims stand on
+    (answers/quotes.py), listed in `check.quotes`."""
     attributed = attribute(text, texts, places)
     check = check_answer(attributed.answer, texts, places, question, attributed.sentences)
     empty = not text
@@ -172,10 +184,15 @@ def checked_answer(question: str, text: str, texts: dict[int, str], places: dict
     fields = {"answer": attributed.answer}
     if attributed.changes:
         fields["model_answer"] = text
+    found = quotes(check, texts, places) if quote and not replaced and not check.abstained else []
+    if found:
+        fields = {"answer": fields["answer"] + quote_block(found, language_of(question)), "model_answer": text}
     if replaced:
         statement = NO_ANSWER if empty else NOT_IN_DOCUMENTS
         fields = {"answer": statement[language_of(question)], "model_answer": text}
-    return check, dict(check.to_dict(), replaced=replaced, empty=empty, attributed=attributed.changes), fields
+    data = dict(check.to_dict(), replaced=replaced, empty=empty, attributed=attributed.changes,
+                quotes=[{"n": q.n, "text": q.text, "contradicts": q.contradicts} for q in found])
+    return check, data, fields
 
 
 @dataclass
@@ -203,6 +220,7 @@ class PreparedAnswer:
     early_count_ms: float | None = None  # an early prompt's count, made beside the engine's prefill
     question: str = ""  # its language is the language of a replaced answer
     replace_unsupported: bool = False
+    quote_sources: bool = False
     extra: dict = field(default_factory=dict)  # what `done` also says (a question about one document)
     absent: Absent = field(default_factory=lambda: Absent())  # words of the question no document uses
     _closed: bool = field(default=False, repr=False)
@@ -257,7 +275,7 @@ class PreparedAnswer:
         check_started = time.perf_counter()
         try:
             check, check_data, fields = checked_answer(self.question, text, *prompt.shown,
-                                                       self.replace_unsupported)
+                                                       self.replace_unsupported, self.quote_sources)
         except Exception as exc:
             yield error_event(exc)
             return
@@ -381,4 +399,4 @@ async def prepare(
         prompt.counted = True  # no model reads it: the statement needs no count
     return PreparedAnswer(backend, prompt, stream, started, retrieve_ms, sent, prompt_ms, params=params,
                           rebuild=fitted, question=question, replace_unsupported=policy.replace_unsupported,
-                          extra=extra, absent=absent)
+                          quote_sources=policy.quote_sources, extra=extra, absent=absent)

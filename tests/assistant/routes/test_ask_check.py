@@ -66,7 +66,7 @@ async def test_the_final_events_carry_each_citation_s_support(make_client):
     assert other["support"] is None
     check = done["check"]
     assert set(check) == {"sentences", "citation_precision", "citation_coverage", "abstained", "unsupported", "replaced",
-                          "empty", "attributed", "off_topic", "contradicted", "unknown_names", "no_quantity"}
+                          "empty", "attributed", "off_topic", "contradicted", "unknown_names", "no_quantity", "quotes"}
     assert check["sentences"][0] | {"score": None} == {"start": 0, "end": len(done["answer"]), "cited": [1],
                                                         "claim": True, "supported": True, "score": None}
     assert (check["citation_precision"], check["citation_coverage"], check["replaced"]) == (1.0, 1.0, False)
