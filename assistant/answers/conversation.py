@@ -47,6 +47,7 @@ from indexes.models import Conversation, Turn
 
 from assistant.backends.base import Backend, BackendError, GenParams, Message
 from assistant.answers.events import Done, Event, Failed, Retrieved, Sources
+from assistant.answers.quotes import without_quotes
 from assistant.answers.rag import partial_sources
 from assistant.answers.variants import replaced_group
 from assistant.settings import ConversationSettings
@@ -84,8 +85,8 @@ def history_for(
         if t.status == "error":
             continue
         out.append({"role": "user", "content": t.question})
-        if t.answer:
-            out.append({"role": "assistant", "content": t.answer})
+        if t.answer:  # without the sources' words quoted under it: the model is not to copy that block
+            out.append({"role": "assistant", "content": without_quotes(t.answer)})
     return out
 
 

@@ -20,7 +20,7 @@ from indexes.terminal_text import terminal_safe
 from assistant.backends.registry import backend_names
 from assistant.answers.ask import AskError, Question
 from assistant.answers.conversation import UnknownConversation, collections_of, require_conversation
-from assistant.commands.query import ask_failure, check_notice, fail, source_line
+from assistant.commands.query import ask_failure, check_notice, fail, quoted_after, source_line
 from assistant.security.access import LOCAL_USER
 from assistant.services import Services
 from assistant.settings import Settings
@@ -139,7 +139,7 @@ async def ask_in_conversation(
     sources, done, failed = got.sources, got.fields, got.failed is not None
     if got.failed is not None:
         console.print(Text(f"\nerror: {terminal_safe(got.failed.message, multiline=True)} ({got.failed.code})", style="red"))
-    console.print()
+    console.print(Text(terminal_safe(quoted_after(done), multiline=True)))
     if notice := check_notice(done):
         console.print(Text(terminal_safe(notice, multiline=True), style="yellow"))
     for s in sources:

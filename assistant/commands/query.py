@@ -16,6 +16,7 @@ from indexes.location import Location
 from indexes.terminal_text import terminal_safe
 
 from assistant.answers.ask import AskError, Question
+from assistant.answers.quotes import quote_tail
 from assistant.answers.source_view import hit_sources
 from assistant.backends.registry import backend_names
 from assistant.security.access import LOCAL_USER
@@ -154,7 +155,7 @@ async def stream_answer(services: Services, args: argparse.Namespace) -> int:
             out["error"] = error
         print(json.dumps(out, ensure_ascii=False, indent=2))
     else:
-        print()
+        print(terminal_safe(quoted_after(done), multiline=True))
         if error:
             print(f"error: {terminal_safe(error, multiline=True)}", file=sys.stderr)
         console = Console()
@@ -165,6 +166,14 @@ async def stream_answer(services: Services, args: argparse.Namespace) -> int:
         for s in sources:
             console.print(Text(source_line(s)), highlight=False)
     return 1 if error else 0
+
+
+def quoted_after(done: dict) -> str:
+    """The sources' words quoted under an answer kept (answers/quotes.py): the stream carried the model's text
+    only, so the terminal prints them after it ("" when none)."""
+    if (done.get("check") or {}).get("replaced"):
+        return ""
+    return quote_tail(str(done.get("answer") or ""))
 
 
 def check_notice(done: dict) -> str | None:

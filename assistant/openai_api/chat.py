@@ -10,7 +10,9 @@ refused when it cannot fit. Both paths give an answer's events (answers/events.p
 
 A rag answer carries, beside `choices`, its `sources` (each with its `support`), the `check` of its
 citations and, when the check replaced the answer, `model_answer` (the model's own text; the content
-is then the replacement). A question about one document (the `document` field, or the model
+is then the replacement). An answer kept may end with the sources' words its claims stand on (answers/quotes.py),
+sent after the model's text in a stream and left out of the history when it comes back in a later request.
+A question about one document (the `document` field, or the model
 `rag:<collection>/<path>`) also carries `document_mode` and `document` (answers/document_question.py). With `append_sources` (the request's field, the model suffix `+sources`, or
 `v1.append_sources`) the content ends with the cited sources, numbered as the answer cites them:
 "\n\nSources:\n[1] docs/usage.md:10-24", the last content chunk of a stream. Such a list in an earlier
@@ -33,6 +35,7 @@ from indexes.location import Location
 from assistant.answers.ask import AskError, Answering, Question
 from assistant.answers.events import Done, Event, Failed, Sources, Token
 from assistant.answers.prompts import prompt_location
+from assistant.answers.quotes import quote_tail, without_quotes
 from assistant.openai_api.protocol import (
     CHAT_ROLES,
     ChatCompletionRequest,
@@ -95,7 +98,8 @@ def question_and_history(messages: list[Message], max_chars: int) -> tuple[str, 
     question = messages[-1]["content"].strip()
     if len(question) > max_chars:
         raise invalid(f"the question is too long: {len(question)} characters, at most {max_chars}", "messages")
-    turns = [dict(m, content=APPENDED_SOURCES.sub("", m["content"]) if m["role"] == "assistant" else m["content"])
+    turns = [dict(m, content=without_quotes(APPENDED_SOURCES.sub("", m["content"])) if m["role"] == "assistant"
+                  else m["content"])
              for m in messages[:-1] if m["role"] in ("user", "assistant") and m["content"].strip()]
     return question, turns[-MAX_HISTORY_TURNS:]
 
@@ -432,8 +436,11 @@ async def chunks(run: ChatRun, include_usage: bool = False) -> AsyncIterator[dic
         done = outcome.done
         assert done is not None and done.check is not None  # replaced: the check said so
         yield chunk({"content": ("" if done.check.get("empty") else "\n\n") + done.answer})
-    elif run.append_sources and (listed := sources_text(outcome.sources or [])):
-        yield chunk({"content": listed})
+    else:  # the sources' words quoted under the answer, then the cited sources when asked for
+        quoted = quote_tail(outcome.answer()) if outcome.done is not None else ""
+        listed = sources_text(outcome.sources or []) if run.append_sources else ""
+        if quoted or listed:
+            yield chunk({"content": quoted + listed})
     extra = rag_fields(outcome) if run.rag else {}
     yield chunk({}, outcome.finish_reason(run.max_tokens), **extra)
     if include_usage:

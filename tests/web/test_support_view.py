@@ -31,6 +31,7 @@ MIXED = ("When was the harbour lighthouse built?", f"{SUPPORTED} [1] {UNSUPPORTE
 REPLACED = ("What colour is the keeper's boat?", "The keeper's boat is painted bright orange with a blue stripe. [1]")
 ABSTAINED = ("Who owns the lighthouse today?", NOT_IN_DOCUMENTS["en"])
 SILENT = ("Who lit the lighthouse lamp first?", "")  # the model ends without a word
+QUOTED = ("What is the lighthouse made of?", "The lighthouse is made of granite [1].")  # less than its source says
 
 
 @pytest.fixture(scope="module")  # this module's server: the `page` fixture (conftest) opens on it
@@ -38,8 +39,8 @@ def live_server(tmp_path_factory) -> Iterator[str]:
     """A server whose echo backend answers four known questions with fixed replies (one with nothing), over a collection
     holding one short document; unsupported answers are replaced."""
     with served(tmp_path_factory, "support-web", {"harbour": {"lighthouse.md": LIGHTHOUSE}}, ASSISTANT_BACKEND="echo",
-                ASSISTANT_ECHO_REPLIES=json.dumps(dict([MIXED, REPLACED, ABSTAINED, SILENT])),
-                ASSISTANT_GENERATION_REPLACE_UNSUPPORTED="on") as base:
+                ASSISTANT_ECHO_REPLIES=json.dumps(dict([MIXED, REPLACED, ABSTAINED, SILENT, QUOTED])),
+                ASSISTANT_GENERATION_REPLACE_UNSUPPORTED="on", ASSISTANT_GENERATION_QUOTE_SOURCES="on") as base:
         yield base
 
 
@@ -189,3 +190,16 @@ def test_a_replaced_answer_and_the_verdicts_of_a_checked_one_survive_a_reload(pa
     expect(chips.nth(0)).to_have_attribute("data-support", "supported")
     expect(chips.nth(1)).to_have_attribute("data-support", "weak")
     expect(turn.locator(".answer-block > .answer .sentence.unsupported")).to_have_count(1)
+
+
+def test_the_sources_words_are_quoted_under_the_answer_and_after_a_reload(page):
+    open_page(page)
+    turn = ask_in_new_chat(page, QUOTED[0])
+    answer = turn.locator(".answer-block > .answer")
+    quote = answer.locator("blockquote")
+    expect(quote).to_have_text(f"“{SUPPORTED}” [1]")
+    expect(answer).to_contain_text("From the sources:")
+    expect(quote.locator("a.citation")).to_have_count(1)  # the quote's marker opens its source like the answer's
+    expect(answer.locator(".sentence")).to_have_count(1)  # the answer's sentence is checked, the quote is not a claim
+    page.reload()
+    expect(page.locator(".turn").last.locator(".answer-block > .answer blockquote")).to_have_text(f"“{SUPPORTED}” [1]")

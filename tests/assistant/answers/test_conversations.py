@@ -173,6 +173,19 @@ def test_deleting_a_conversation_deletes_its_turns(store):
     assert list_turns(store.engine, conv.id) == []
 
 
+def test_the_history_holds_an_answer_without_the_sources_words_quoted_under_it(store):
+    """The page shows the quotes after a reload (the stored answer keeps them); the model's history does not: it
+    is not to copy the block, and the sources of the next prompt hold the words anyway."""
+    from assistant.answers.conversation import history_for
+
+    conv = create_conversation(store.engine, "t", [])
+    quoted = "Flights go through the travel desk [1].\n\nFrom the sources:\n> “Book flights 14 days ahead.” [1]"
+    add_turn(store.engine, conv.id, question="How do I book flights?", query="q", answer=quoted, sources=[])
+    assert list_turns(store.engine, conv.id)[0].answer == quoted
+    assert history_for(store.engine, conv.id) == [{"role": "user", "content": "How do I book flights?"},
+                                                  {"role": "assistant", "content": "Flights go through the travel desk [1]."}]
+
+
 def test_conversations_are_found_by_what_was_said_in_them(store):
     from indexes.conversations import list_conversations
 

@@ -41,6 +41,16 @@ def test_a_replaced_answer_is_said_after_the_streamed_text():
     assert check_notice(empty) == "The model gave no answer."  # nothing was streamed: the sentence alone
 
 
+def test_the_sources_words_are_printed_after_the_streamed_text():
+    from assistant.commands.query import quoted_after
+
+    block = "\n\nFrom the sources:\n> “Book flights 14 days ahead.” [1]"
+    assert quoted_after({"answer": "Flights go through the desk [1]." + block, "check": {"replaced": False}}) == block
+    assert quoted_after({"answer": "Flights go through the desk [1].", "check": {}}) == ""
+    assert quoted_after({"answer": "x" + block, "check": {"replaced": True}}) == ""  # the statement replaced it all
+    assert quoted_after({}) == ""  # an answer that failed before its `done` event
+
+
 def test_a_cited_source_line_says_its_support():
     from assistant.commands.query import source_line
 

@@ -1,7 +1,7 @@
 """Sources in the text, for clients that show only the text: the real `openai` client against the real
 server over HTTP (echo backend with fixed replies, Markdown ingested for real), the list off and on per
 server and per request (body field, model suffix), streamed and not; the check and a replaced answer
-beside the sources."""
+beside the sources; the sources' words quoted under an answer before the list."""
 
 from __future__ import annotations
 
@@ -34,6 +34,9 @@ SUPPORTED_A = "Book flights through the travel desk at least 14 days before depa
 UNSUPPORTED_Q = "What colour are the new laptops?"
 UNSUPPORTED_A = "The laptops are painted bright purple with golden racing stripes [1]."
 SILENT_Q = "Who books the hotels?"  # the model ends without a word
+QUOTED_Q = "Can I book my own flights?"
+QUOTED_A = "Flights are booked through the travel desk [1]."  # the source's condition left out
+QUOTE = "\n\nFrom the sources:\n> “Book flights through the travel desk at least 14 days before departure.” [1]"
 
 
 def start(tmp_path_factory, embedder, append_sources: bool):
@@ -43,8 +46,9 @@ def start(tmp_path_factory, embedder, append_sources: bool):
     (root / "travel" / "booking.md").write_text(BOOKING)
     (root / "tools" / "laptops.md").write_text(LAPTOPS)
     settings = Settings(data_dir=tmp_path_factory.mktemp("v1-data"), backend="echo",
-                        echo={"replies": {SUPPORTED_Q: SUPPORTED_A, UNSUPPORTED_Q: UNSUPPORTED_A, SILENT_Q: ""}},
-                        generation={"replace_unsupported": "on"}, v1={"append_sources": append_sources})
+                        echo={"replies": {SUPPORTED_Q: SUPPORTED_A, UNSUPPORTED_Q: UNSUPPORTED_A, SILENT_Q: "",
+                                          QUOTED_Q: QUOTED_A}},
+                        generation={"replace_unsupported": "on", "quote_sources": "on"}, v1={"append_sources": append_sources})
     store = Store(settings.data_dir)
     report = ingest_paths(store, embedder, [root], "docs")
     assert report.files_failed == 0, report.failures
@@ -115,6 +119,23 @@ def test_streamed_the_list_is_the_last_content_chunk(client):
     assert pieces[-1] == listed and "".join(pieces[:-1]) == SUPPORTED_A
     pieces, _ = streamed(client, SUPPORTED_Q, extra_body={"append_sources": False})
     assert "".join(pieces) == SUPPORTED_A
+
+
+def test_the_sources_words_follow_the_answer_before_the_list(client):
+    """The source's sentence the answer stands on, quoted after the model's text: in the content, as the chunk
+    after the model's pieces when streamed, and left out of the history when the client sends it back."""
+    client, server_on = client
+    resp = ask(client, QUOTED_Q)
+    extra = resp.model_extra
+    listed = expected_list(extra["sources"]) if server_on else ""
+    assert resp.choices[0].message.content == QUOTED_A + QUOTE + listed
+    assert extra["model_answer"] == QUOTED_A and [q["n"] for q in extra["check"]["quotes"]] == [1]
+    pieces, extra = streamed(client, QUOTED_Q)
+    assert "".join(pieces) == QUOTED_A + QUOTE + listed and pieces[-1] == QUOTE + listed
+    _, history = question_and_history([{"role": "user", "content": QUOTED_Q},
+                                       {"role": "assistant", "content": QUOTED_A + QUOTE + listed},
+                                       {"role": "user", "content": "And hotels?"}], 1000)
+    assert [m["content"] for m in history] == [QUOTED_Q, QUOTED_A]
 
 
 def test_a_replaced_answer_is_the_content_and_the_models_text_comes_beside_it(client):
