@@ -47,6 +47,7 @@ from rich.text import Text
 from indexes.terminal_text import terminal_safe
 
 from assistant.answers import support
+from assistant.answers.quotes import without_quotes
 from assistant.settings import Settings
 from evals.eval_questions import asking_for, fact_recall, json_lines
 from evals.metrics import percentile
@@ -117,7 +118,8 @@ def score_answer(q: AnswerQuestion, answer: str, cited_paths: list[str], source_
                  done: dict[str, Any], places: dict[int, str] | None = None) -> dict[str, Any]:
     """The measures of one answer (pure): what the reader was shown, against the question and its sources
     (number -> text, and the place the prompt showed each under)."""
-    check = support.check_answer(answer, source_texts, places)
+    own = without_quotes(answer)  # the answer's own sentences, without the sources' words quoted under them
+    check = support.check_answer(own, source_texts, places)
     found, expected = fact_recall(answer, q.facts)
     timings = done.get("timings") or {}
     first, total = timings.get("first_token_ms"), timings.get("total_ms")
@@ -126,7 +128,8 @@ def score_answer(q: AnswerQuestion, answer: str, cited_paths: list[str], source_
     if isinstance(tokens, int) and tokens > 1 and first is not None and total and total > first:
         speed = round((tokens - 1) / ((total - first) / 1000), 2)
     return {
-        "facts_found": found, "facts_expected": expected,
+        "facts_found": found, "facts_expected": expected, "facts_unquoted": fact_recall(own, q.facts)[0],
+        "quoted": own != answer,
         "right_file_cited": None if q.unanswerable else any(s in cited_paths for s in q.sources),
         "citation_precision": check.citation_precision, "citation_coverage": check.citation_coverage,
         "abstained": check.abstained, "unsupported": check.unsupported,
@@ -177,7 +180,7 @@ async def ask(q: AnswerQuestion, collection: str, asking: Any) -> dict[str, Any]
     return row
 
 
-def rescore(q: AnswerQuestion, row: dict[str, Any], replace: bool) -> dict[str, Any]:
+def rescore(q: AnswerQuestion, row: dict[str, Any], replace: bool, quote: bool) -> dict[str, Any]:
     """A saved row judged again from its model text and prompt sources with today's answer check and
     facts (no model runs): what a change to the check would have shown the reader."""
     from assistant.answers.citations import cited_numbers
@@ -187,7 +190,7 @@ def rescore(q: AnswerQuestion, row: dict[str, Any], replace: bool) -> dict[str, 
     paths = {int(s["n"]): str(s["path"]) for s in row["prompt_sources"]}
     places = {int(s["n"]): str(s.get("place", s["path"])) for s in row["prompt_sources"]}  # older files: the path only
     model_text = str(row["model_text"])
-    _, check, fields = checked_answer(q.question, model_text, texts, places, replace)
+    _, check, fields = checked_answer(q.question, model_text, texts, places, replace, quote)
     answer = fields["answer"]
     cited = [] if check["replaced"] else list(dict.fromkeys(paths[n] for n in cited_numbers(answer) if n in paths))
     done = {"check": check, "model_answer": fields.get("model_answer"), "completion_tokens": row.get("completion_tokens"),
@@ -233,6 +236,16 @@ def headline(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """One line per set: the count of each outcome and the CRAG-style score (+1 a right answer or a right
     abstention, 0 a false abstention, -1 an invention or an answer without the facts; the mean)."""
     found = [outcome(r) for r in rows]
+    return _headline(found)
+
+
+def unquoted_headline(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The headline had the answers ended without the sources' words quoted under them (answers/quotes.py):
+    a fact counted only when the model's own sentences state it."""
+    return _headline([outcome(dict(r, facts_found=r.get("facts_unquoted", r["facts_found"]))) for r in rows])
+
+
+def _headline(found: list[str]) -> dict[str, Any]:
     score = sum(CRAG_POINTS[o] for o in found) / len(found) if found else None
     return {**{o: found.count(o) for o in OUTCOMES}, "crag_score": round(score, 4) if score is not None else None}
 
@@ -268,6 +281,11 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "questions": len(rows), "answerable": len(answerable), "unanswerable": len(unanswerable),
         "fact_recall": round(sum(r["facts_found"] for r in answerable) / expected, 4) if expected else None,
         "facts_expected": expected,
+        # the same without the quotes under the answers: what the model's own sentences state
+        "headline_unquoted": unquoted_headline(rows),
+        "fact_recall_unquoted": round(sum(r.get("facts_unquoted", r["facts_found"]) for r in answerable) / expected, 4)
+        if expected else None,
+        "quoted": sum(bool(r.get("quoted")) for r in rows),
         "right_file_cited": _rate([r["right_file_cited"] for r in answerable]),
         "right_file_shown": _rate([shown_right(r) for r in answerable if "prompt_sources" in r]),
         "citation_precision": _mean([r["citation_precision"] for r in rows]),
@@ -314,7 +332,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from indexes.factory import embedder_from, retriever_from
     from indexes.store import Store, StoreError
 
-    from assistant.answers.rag import replaces_unsupported
+    from assistant.answers.rag import quotes_sources, replaces_unsupported
     from assistant.backends.factory import create_backend
     from evals.eval_commands import eval_place
     from evals.eval_questions import ingest_folder
@@ -367,7 +385,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         "file": str(args.file), "split": args.split, "collection": args.collection or str(args.root),
         "backend": settings.backend, "model": getattr(backend, "model", None),
         "settings": {"k": settings.retrieval.k, "max_tokens": gen.max_tokens, "temperature": gen.temperature,
-                     "replace_unsupported": replaces_unsupported(settings)},
+                     "replace_unsupported": replaces_unsupported(settings), "quote_sources": quotes_sources(settings)},
         **totals, "details": rows,
     }
     return emit(report, args)
@@ -376,7 +394,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 def run_rescore(args: argparse.Namespace, settings: Settings) -> int:
     """`--rescore REPORT`: the answers of a saved report (`--out`) judged again, with today's check and
     the facts of FILE; the questions of FILE's chosen split that the report answered."""
-    from assistant.answers.rag import replaces_unsupported
+    from assistant.answers.rag import quotes_sources, replaces_unsupported
 
     try:
         saved = json.loads(args.rescore.read_text(encoding="utf-8"))
@@ -391,10 +409,12 @@ def run_rescore(args: argparse.Namespace, settings: Settings) -> int:
         return fail(f"{args.rescore} answers no question of split {args.split!r} of {args.file}")
     # as the saved run did: whether it replaced unsupported answers is a setting of that run
     replace = bool((saved.get("settings") or {}).get("replace_unsupported", replaces_unsupported(settings)))
-    details = [rescore(questions[r["question"]], r, replace) for r in rows]
+    # how our answers are shown today, unless the saved run says otherwise (a peer's answers are judged as given)
+    quote = bool((saved.get("settings") or {}).get("quote_sources", quotes_sources(settings)))
+    details = [rescore(questions[r["question"]], r, replace, quote) for r in rows]
     report = {key: saved.get(key) for key in ("file", "collection", "backend", "model")}
     report.update(split=args.split, rescored=str(args.rescore),
-                  settings=dict(saved.get("settings") or {}, replace_unsupported=replace),
+                  settings=dict(saved.get("settings") or {}, replace_unsupported=replace, quote_sources=quote),
                   **summarise(details), details=details)
     return emit(report, args)
 

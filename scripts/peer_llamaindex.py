@@ -11,8 +11,8 @@ model and its sampling are the same on both sides and only the retrieval and the
 It writes the shape of an `eval answers --out` report after each answer (a run stopped early is kept and
 goes on where it stopped when started again with the same files): each row holds the model's text and the passages
 its prompt held (`prompt_sources`), so `assistant eval answers FILE --rescore REPORT` scores the peer
-with our scorer. The report says `replace_unsupported: false`: the peer's answers are judged as it gives
-them, never replaced by our check.
+with our scorer. The report says `replace_unsupported: false` and `quote_sources: false`: the peer's answers
+are judged as it gives them, never replaced by our check nor given our quotes.
 """
 
 from __future__ import annotations
@@ -177,7 +177,8 @@ def write(args: argparse.Namespace, rows: list[dict]) -> None:
     report = {
         "file": str(args.questions), "collection": str(args.corpus), "backend": "llamaindex",
         "model": args.model.name, "peer": f"llama-index-core {llama_index.core.__version__}, as_query_engine() top 2",
-        "settings": {"k": 2, "max_tokens": MAX_NEW_TOKENS, "temperature": TEMPERATURE, "replace_unsupported": False},
+        "settings": {"k": 2, "max_tokens": MAX_NEW_TOKENS, "temperature": TEMPERATURE, "replace_unsupported": False,
+                     "quote_sources": False},
         "details": rows,
     }
     partial = args.out.with_name(args.out.name + ".part")

@@ -148,12 +148,16 @@ def test_the_command_runs_the_answer_path_with_the_echo_backend(tmp_path, questi
     assert row["model_text"].startswith("Echo:") and row["prompt_sources"][0]["path"] == "leave/parental.md"
     saved = json.loads(out_file.read_text())
     saved["details"][0]["model_text"] = "Parental leave is 12 weeks."  # a model that forgot its marker
+    assert saved["settings"]["quote_sources"] is False  # the echo backend's answers: no quotes (`auto`)
+    saved["settings"]["quote_sources"] = True  # as the packaged model's answers are shown
     out_file.write_text(json.dumps(saved))
     assert main(["eval", "answers", str(questions_file), "--rescore", str(out_file), "--json"]) == 0
     again = json.loads(capsys.readouterr().out)
     first = again["details"][0]
-    assert first["answer"] == "Parental leave is 12 weeks [1]." and first["cited"] == ["leave/parental.md"]
-    assert first["model_answer"] == "Parental leave is 12 weeks." and first["facts_found"] == 2
+    # shown as the saved run showed them: the source's sentence quoted under the answer that rewords it
+    assert first["answer"].startswith("Parental leave is 12 weeks [1].\n\nFrom the sources:\n> “You are entitled to")
+    assert first["cited"] == ["leave/parental.md"] and first["quoted"] and again["quoted"] >= 1
+    assert first["model_answer"] == "Parental leave is 12 weeks." and first["facts_found"] == first["facts_unquoted"] == 2
     assert again["questions"] == 3 and again["rescored"] == str(out_file)
     del saved["details"][1]["model_text"]
     out_file.write_text(json.dumps(saved))
