@@ -2,7 +2,11 @@
 badges every Wednesday" against "GSA processes new badges every Wednesday". The key-unit test of `support` sees
 a wrong name only where the claim writes it as one (a capital inside the sentence); a name first in its
 sentence passes it, and the rest of the sentence carries the score. Aligning the two sentences' units finds
-the place where they differ, whatever the names are: no list of names or words is involved."""
+the place where they differ, whatever the names are: no list of names or words is involved.
+
+A number put in place of another is found the same way where the key-unit test cannot see it: the claim's
+number stands elsewhere in the source ("调薪和晋升在每年 2 月根据全年两次考核的结果决定" against "每年 1 月 …
+两次考核", "并发 32 时单实例吞吐约 610" against "并发 16 时单实例吞吐约 610，并发 32 时约 890")."""
 
 from __future__ import annotations
 
@@ -52,5 +56,22 @@ def swapped_name(claim: str, sentence: str) -> bool:
         new, old = ours[i1:i2], theirs[j1:j2]
         if (dropped & set(old) and all(said[u] > held[u] for u in new) and named & set(new)
                 and SequenceMatcher(None, "".join(new), "".join(old)).ratio() < SAME_SPELLING):
+            return True
+    return False
+
+
+def swapped_number(claim: str, sentence: str) -> bool:
+    """Whether the claim repeats the source sentence with one of its numbers replaced by another that the
+    sentence states elsewhere: the two aligned as for names, some difference of one unit a side is a number
+    the claim says fewer times than the sentence, in place of a number the claim says more often. In Chinese
+    too: a number's neighbours are the same character pairs when the rest of the sentence is copied. Numbers
+    merely reordered ("A 3, B 5" for "B 5, A 3") are said as often on both sides: no swap."""
+    ours, theirs = units(claim), units(sentence)
+    said, held = Counter(ours), Counter(theirs)
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, ours, theirs, autojunk=False).get_opcodes():
+        if tag != "replace" or i2 - i1 != 1 or j2 - j1 != 1:
+            continue
+        new, old = ours[i1], theirs[j1]
+        if new[0].isdigit() and old[0].isdigit() and said[new] > held[new] and said[old] < held[old]:
             return True
     return False

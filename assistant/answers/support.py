@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from assistant.answers.citations import MARKER
-from assistant.answers.name_swaps import swapped_name
+from assistant.answers.name_swaps import swapped_name, swapped_number
 from assistant.answers.statements import NO_ANSWER, NOT_IN_DOCUMENTS, abstained, is_claim
 from assistant.answers.text_units import (
     CJK_CHAR, LIST_ITEM, PLACE_WORDS, Sentence, clauses, file_keys, key_units, language_of, negated, segments, split_sentences,
@@ -215,6 +215,8 @@ def support(claim: str, source_text: str, place: str = "", asked: frozenset[str]
     main = max(range(len(segs)), key=lambda k: (len(seg_units[k]), -k))
     if swapped_name(claim, source_text[segs[main][0]:segs[main][1]]):
         return Support(min(score, SUPPORT_THRESHOLD / 2), False, best_span[0], best_span[1])
+    if swapped_number(claim, source_text[segs[main][0]:segs[main][1]]):  # another number in its place
+        return Support(min(score, SUPPORT_THRESHOLD / 2), False, best_span[0], best_span[1], contradicted=True)
     return Support(score, True, best_span[0], best_span[1])
 
 

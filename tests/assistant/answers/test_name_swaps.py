@@ -3,7 +3,7 @@ stands; a name left out, respelled or described in plain words, and a faithful p
 
 from __future__ import annotations
 
-from assistant.answers.name_swaps import swapped_name, written_as_names
+from assistant.answers.name_swaps import swapped_name, swapped_number, written_as_names
 from assistant.answers.support import key_units, support
 
 BADGES = "# Badges\n\nGSA processes new badges every Wednesday at the Washington DC office.\nBring two forms of ID."
@@ -51,3 +51,25 @@ def test_a_hyphenated_name_is_keyed_by_its_named_parts() -> None:
     # So another form number, or another name before the hyphen, is not the source's.
     assert not support("Submit the SF-364 before the course.", "Submit the SF-182 before the course.").supported
     assert not support("Log your hours with Slack-specific codes.", "Log your hours with Tock-specific codes.").supported
+
+
+def test_a_number_put_in_place_of_another_that_the_sentence_states_elsewhere_is_a_contradiction() -> None:
+    """The key-unit test finds both numbers in the window; the alignment sees which one took whose place."""
+    review = "调薪和晋升在每年 1 月根据全年两次考核的结果决定。"
+    assert swapped_number("调薪和晋升在每年 2 月根据全年两次考核的结果决定。", review)
+    flipped = support("调薪和晋升在每年 2 月根据全年两次考核的结果决定。", review)
+    assert flipped.contradicted and not flipped.supported
+    load = "并发 16 时单实例吞吐约 610 tokens/s，并发 32 时约 890 tokens/s，再往上提升不明显。"
+    assert not support("并发 32 时单实例吞吐约 610 tokens/s，并发 32 时约 890 tokens/s。", load).supported
+    fixed = "10:20 把 NCCL_IB_HCA 改成按前缀匹配的 mlx5，重新拉起实例后服务在 10:28 恢复。"
+    assert not support("20:20 把 NCCL_IB_HCA 改成按前缀匹配的 mlx5，重新拉起实例后服务在 10:28 恢复。", fixed).supported
+    staff = "Each office has 3 printers and 12 desks for visiting staff."
+    assert swapped_number("Each office has 12 printers and 12 desks for visiting staff.", staff)
+
+
+def test_numbers_said_again_reordered_or_as_words_are_no_swap() -> None:
+    staff = "Each office has 3 printers and 12 desks for visiting staff."
+    assert not swapped_number("Each office has 12 desks and 3 printers for visiting staff.", staff)
+    assert not swapped_number("Each office has three printers and twelve desks for visiting staff.", staff)
+    assert support("Each office has three printers and twelve desks [1].", staff).supported
+    assert support("调薪和晋升在每年 1 月决定，根据全年两次考核的结果。", "调薪和晋升在每年 1 月根据全年两次考核的结果决定。").supported
