@@ -29,7 +29,8 @@ with `support()`:
    `current_app` is not found). A wrong number or name therefore sinks a claim that otherwise reuses
    the source's words ("15 vacation days" against "13 days"). A name the key units cannot see (first in the
    claim's sentence: "Pay processes new badges" against "GSA processes new badges") is found by aligning the
-   claim with the source's sentence most like it (`name_swaps.swapped_name`). With the question known
+   claim with the source's sentence most like it (`name_swaps.swapped_name`); so is a number put in place of
+   another that the sentence states elsewhere (`swapped_number`, contradicted). With the question known
    (`check_answer`), the words of it that no source shown holds (the asker's own) are left out of a claim's
    units, names and numbers kept, when at least half of its units remain: an answer that repeats the question
    is judged on what it adds.
