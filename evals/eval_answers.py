@@ -20,10 +20,12 @@ answers, template text leaking into answers ("Answer:", the sources tag, chat-te
 answers replaced because nothing they claimed was supported, questions answered without the model
 because a word of theirs is in no document (`absent_words`, answers/absent_terms.py), time to the first
 token and decode speed ((completion tokens - 1) / time after the first token) of the questions the model
-answered.
+answered. Facts are counted in the answer as shown, the sources' words quoted under it included
+(answers/quotes.py), and in the model's own sentences alone (`*_unquoted`).
 
 Each row keeps the model's own text and the sources its prompt held, so `--rescore REPORT` judges a
-saved report again with today's answer check and facts, without running the model.
+saved report again with today's answer check and facts, without running the model (quoting as the saved
+run did, today's `generation.quote_sources` for a report that does not say).
 """
 
 from __future__ import annotations
@@ -232,20 +234,11 @@ def outcome(row: dict[str, Any]) -> str:
     return "right_answer" if row["facts_found"] > 0 else "answer_without_facts"
 
 
-def headline(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def headline(rows: list[dict[str, Any]], facts: str = "facts_found") -> dict[str, Any]:
     """One line per set: the count of each outcome and the CRAG-style score (+1 a right answer or a right
-    abstention, 0 a false abstention, -1 an invention or an answer without the facts; the mean)."""
-    found = [outcome(r) for r in rows]
-    return _headline(found)
-
-
-def unquoted_headline(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The headline had the answers ended without the sources' words quoted under them (answers/quotes.py):
-    a fact counted only when the model's own sentences state it."""
-    return _headline([outcome(dict(r, facts_found=r.get("facts_unquoted", r["facts_found"]))) for r in rows])
-
-
-def _headline(found: list[str]) -> dict[str, Any]:
+    abstention, 0 a false abstention, -1 an invention or an answer without the facts; the mean). `facts`
+    "facts_unquoted": a fact counted only where the model's own sentences state it, not the quotes under them."""
+    found = [outcome(dict(r, facts_found=r.get(facts, r["facts_found"]))) for r in rows]
     score = sum(CRAG_POINTS[o] for o in found) / len(found) if found else None
     return {**{o: found.count(o) for o in OUTCOMES}, "crag_score": round(score, 4) if score is not None else None}
 
@@ -282,7 +275,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "fact_recall": round(sum(r["facts_found"] for r in answerable) / expected, 4) if expected else None,
         "facts_expected": expected,
         # the same without the quotes under the answers: what the model's own sentences state
-        "headline_unquoted": unquoted_headline(rows),
+        "headline_unquoted": headline(rows, "facts_unquoted"),
         "fact_recall_unquoted": round(sum(r.get("facts_unquoted", r["facts_found"]) for r in answerable) / expected, 4)
         if expected else None,
         "quoted": sum(bool(r.get("quoted")) for r in rows),
