@@ -405,8 +405,9 @@ async def completion(run: ChatRun) -> dict:
 
 def rag_fields(outcome: Outcome) -> dict:
     """What a rag answer carries beside `choices`: `sources`, the citations' `check`, `model_answer` when
-    the check replaced the answer, `absent_words` when no model was asked (a word of the question is in no
-    document), and `conversation_id` and `turn_id` in a saved conversation."""
+    the content is not the model's own text (replaced, its markers corrected, the sources' words quoted
+    under it), `absent_words` when no model was asked (a word of the question is in no document), and
+    `conversation_id` and `turn_id` in a saved conversation."""
     done = outcome.done.data if outcome.done else {}
     out: dict[str, Any] = {"sources": outcome.sources or []}
     out.update({key: done[key] for key in ("check", "model_answer", "conversation_id", "turn_id", "document_mode",
@@ -437,7 +438,7 @@ async def chunks(run: ChatRun, include_usage: bool = False) -> AsyncIterator[dic
         assert done is not None and done.check is not None  # replaced: the check said so
         yield chunk({"content": ("" if done.check.get("empty") else "\n\n") + done.answer})
     else:  # the sources' words quoted under the answer, then the cited sources when asked for
-        quoted = quote_tail(outcome.answer()) if outcome.done is not None else ""
+        quoted = quote_tail(outcome.answer())
         listed = sources_text(outcome.sources or []) if run.append_sources else ""
         if quoted or listed:
             yield chunk({"content": quoted + listed})
