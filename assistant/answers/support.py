@@ -60,7 +60,7 @@ from assistant.answers.name_swaps import swapped_name, swapped_number
 from assistant.answers.statements import NO_ANSWER, NOT_IN_DOCUMENTS, abstained, is_claim
 from assistant.answers.text_units import (
     CJK_CHAR, LIST_ITEM, PLACE_WORDS, Sentence, clauses, file_keys, key_units, language_of, negated, segments, split_sentences,
-    units,
+    stated_clauses, units,
 )
 
 __all__ = ["NO_ANSWER", "NOT_IN_DOCUMENTS", "SUPPORT_THRESHOLD", "AnswerCheck", "Support", "abstained", "attribute",
@@ -247,11 +247,21 @@ def contradicts(claim: str, source_text: str, segs: tuple[tuple[int, int], ...],
     keyboard, mouse", and the next say what is not provided): two clauses that are each other's best match and
     share at least half of the shorter one's units, one negated and the other not."""
     first, last = window
-    ours = [(c, frozenset(units(c))) for c in clauses(claim)]
-    theirs = [(d, frozenset(units(d))) for start, end in segs[first:last + 1] for d in clauses(source_text[start:end])]
-    shared = [[len(u & v) for _, v in theirs] for _, u in ours]
-    for i, (c, u) in enumerate(ours):
-        for j, (d, v) in enumerate(theirs):
+    ours = stated_clauses(claim)
+    theirs = [stated_clauses(source_text[start:end]) for start, end in segs[first:last + 1]]
+    return any(_flipped(ours[part], [c for sentence in theirs for c in sentence[part]]) for part in (0, 1))
+
+
+def _flipped(ours: list[str], theirs: list[str]) -> bool:
+    """Whether a clause of ours and one of theirs are each other's best match, share at least half of the shorter
+    one's units, and one of them is negated."""
+    mine = [(c, frozenset(units(c))) for c in ours]
+    other = [(d, frozenset(units(d))) for d in theirs]
+    if not mine or not other:
+        return False
+    shared = [[len(u & v) for _, v in other] for _, u in mine]
+    for i, (c, u) in enumerate(mine):
+        for j, (d, v) in enumerate(other):
             mutual = shared[i][j] == max(shared[i]) == max(row[j] for row in shared)
             enough = shared[i][j] >= max(1, min(len(u), len(v)) / 2)
             if mutual and enough and negated(c) != negated(d):

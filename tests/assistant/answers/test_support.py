@@ -282,6 +282,17 @@ def test_the_opposite_said_by_the_next_sentence_of_the_window_is_a_contradiction
     assert support("The kit includes a monitor, keyboard, mouse, headset and hub [1].", kit).supported
 
 
+def test_a_negated_condition_is_compared_with_conditions_not_with_the_statement() -> None:
+    """"raises a RuntimeError if it has no static folder" against the code line that raises it: the "no" is the
+    condition's (stated on the line above, outside the window); a condition of the other polarity still is one."""
+    code = "        if not self.has_static_folder:\n            raise RuntimeError(\"'static_folder' must be set.\")"
+    assert support("A blueprint raises a RuntimeError if it has no static folder [1].", code).supported
+    rule = "Call the help desk if your laptop does not start."
+    assert support("Call the help desk if your laptop does not start [1].", rule).supported
+    assert support("Call the help desk if your laptop starts [1].", rule).contradicted
+    assert support("Do not call the help desk if your laptop does not start [1].", rule).contradicted
+
+
 def test_a_clause_of_the_other_polarity_elsewhere_in_the_sentence_is_no_contradiction() -> None:
     source = "vLLM 选的是 0.4.0.post1，因为更新的版本在 V100 上默认走的 attention backend 不支持 compute capability 7.0。"
     assert support("vLLM 使用 0.4.0.post1 版本。", source).supported
