@@ -245,7 +245,9 @@ def contradicts(claim: str, source_text: str, segs: tuple[tuple[int, int], ...],
     opposite polarity are a contradiction, not support. Compared clause to clause, the claim's against those of
     every sentence of the window (the one holding most of the claim's words may list the things, "a monitor,
     keyboard, mouse", and the next say what is not provided): two clauses that are each other's best match and
-    share at least half of the shorter one's units, one negated and the other not."""
+    share at least half of the shorter one's units, one negated and the other not. What a clause states and its
+    "if"/"unless" condition are compared apart (`stated_clauses`): "raises a RuntimeError if it has no static
+    folder" states no negation against `raise RuntimeError(...)`."""
     first, last = window
     ours = stated_clauses(claim)
     theirs = [stated_clauses(source_text[start:end]) for start, end in segs[first:last + 1]]
