@@ -59,9 +59,10 @@ from assistant.answers.citations import MARKER
 from assistant.answers.name_swaps import swapped_name, swapped_number
 from assistant.answers.statements import NO_ANSWER, NOT_IN_DOCUMENTS, abstained, is_claim
 from assistant.answers.text_units import (
-    CJK_CHAR, LIST_ITEM, PLACE_WORDS, Sentence, clauses, file_keys, key_units, language_of, negated, segments, split_sentences,
-    stated_clauses, units,
+    CJK_CHAR, LIST_ITEM, PLACE_WORDS, Sentence, clauses, file_keys, key_units, language_of, segments, split_sentences,
+    units,
 )
+from assistant.answers.polarity import contradicts
 
 __all__ = ["NO_ANSWER", "NOT_IN_DOCUMENTS", "SUPPORT_THRESHOLD", "AnswerCheck", "Support", "abstained", "attribute",
            "check_answer", "key_units", "language_of", "split_sentences", "support", "units"]
@@ -237,38 +238,6 @@ def _without_asker_words(claim_units: frozenset[str], keys: frozenset[str], aske
     question's words is judged on all of them."""
     rest = claim_units - (asked - keys)
     return rest if len(rest) * 2 >= len(claim_units) else claim_units
-
-
-def contradicts(claim: str, source_text: str, segs: tuple[tuple[int, int], ...], window: tuple[int, int]) -> bool:
-    """Whether the source says no where the claim says yes, or yes where it says no ("GSA IT can provide a
-    wireless keyboard" against "GSA IT does not provide wireless peripherals"): the same words with the
-    opposite polarity are a contradiction, not support. Compared clause to clause, the claim's against those of
-    every sentence of the window (the one holding most of the claim's words may list the things, "a monitor,
-    keyboard, mouse", and the next say what is not provided): two clauses that are each other's best match and
-    share at least half of the shorter one's units, one negated and the other not. What a clause states and its
-    "if"/"unless" condition are compared apart (`stated_clauses`): "raises a RuntimeError if it has no static
-    folder" states no negation against `raise RuntimeError(...)`."""
-    first, last = window
-    ours = stated_clauses(claim)
-    theirs = [stated_clauses(source_text[start:end]) for start, end in segs[first:last + 1]]
-    return any(_flipped(ours[part], [c for sentence in theirs for c in sentence[part]]) for part in (0, 1))
-
-
-def _flipped(ours: list[str], theirs: list[str]) -> bool:
-    """Whether a clause of ours and one of theirs are each other's best match, share at least half of the shorter
-    one's units, and one of them is negated."""
-    mine = [(c, frozenset(units(c))) for c in ours]
-    other = [(d, frozenset(units(d))) for d in theirs]
-    if not mine or not other:
-        return False
-    shared = [[len(u & v) for _, v in other] for _, u in mine]
-    for i, (c, u) in enumerate(mine):
-        for j, (d, v) in enumerate(other):
-            mutual = shared[i][j] == max(shared[i]) == max(row[j] for row in shared)
-            enough = shared[i][j] >= max(1, min(len(u), len(v)) / 2)
-            if mutual and enough and negated(c) != negated(d):
-                return True
-    return False
 
 
 # --- a whole answer ----------------------------------------------------------------------------

@@ -279,23 +279,3 @@ CLAUSE_END = re.compile(r"[,，;；:：]\s*|\s+(?:and|but|however|while|whereas|
 def clauses(text: str) -> list[str]:
     """The clauses of a sentence: cut at commas, semicolons and colons, and at "and", "but" and their kin."""
     return [c for c in CLAUSE_END.split(text) if c.strip()] or [text]
-
-
-CONDITION = re.compile(r"(?:^|\s)(?:if|unless)\b|如果|假如|除非", re.IGNORECASE)
-
-
-def stated_clauses(text: str) -> tuple[list[str], list[str]]:
-    """The clauses of a sentence, what they state apart from their conditions: "A blueprint raises a RuntimeError
-    if it has no static folder" states that it raises one (its "no" says when), under the condition "if it has
-    no static folder". Polarity is compared statement to statement and condition to condition."""
-    stated: list[str] = []
-    conditions: list[str] = []
-    for clause in clauses(text):
-        m = CONDITION.search(clause)
-        if m is None:
-            stated.append(clause)
-            continue
-        if clause[:m.start()].strip():
-            stated.append(clause[:m.start()])
-        conditions.append(clause[m.start():])
-    return stated, conditions

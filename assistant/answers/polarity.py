@@ -1,0 +1,60 @@
+"""Whether a claim says the opposite of its source: the same words with the other polarity ("GSA IT can provide
+a wireless keyboard" against "GSA IT does not provide wireless peripherals") are a contradiction, not support.
+Pure and lexical, like the rest of the check (support.py calls `contradicts` on the window it found)."""
+
+from __future__ import annotations
+
+import re
+
+from assistant.answers.text_units import clauses, negated, units
+
+CONDITION = re.compile(r"(?:^|\s)(?:if|unless)\b|如果|假如|除非", re.IGNORECASE)
+
+
+def stated_clauses(text: str) -> tuple[list[str], list[str]]:
+    """The clauses of a sentence, what they state apart from their conditions: "A blueprint raises a RuntimeError
+    if it has no static folder" states that it raises one (its "no" says when), under the condition "if it has
+    no static folder". Polarity is compared statement to statement and condition to condition."""
+    stated: list[str] = []
+    conditions: list[str] = []
+    for clause in clauses(text):
+        m = CONDITION.search(clause)
+        if m is None:
+            stated.append(clause)
+            continue
+        if clause[:m.start()].strip():
+            stated.append(clause[:m.start()])
+        conditions.append(clause[m.start():])
+    return stated, conditions
+
+
+def contradicts(claim: str, source_text: str, segs: tuple[tuple[int, int], ...], window: tuple[int, int]) -> bool:
+    """Whether the source says no where the claim says yes, or yes where it says no ("GSA IT can provide a
+    wireless keyboard" against "GSA IT does not provide wireless peripherals"): the same words with the
+    opposite polarity are a contradiction, not support. Compared clause to clause, the claim's against those of
+    every sentence of the window (the one holding most of the claim's words may list the things, "a monitor,
+    keyboard, mouse", and the next say what is not provided): two clauses that are each other's best match and
+    share at least half of the shorter one's units, one negated and the other not. What a clause states and its
+    "if"/"unless" condition are compared apart (`stated_clauses`): "raises a RuntimeError if it has no static
+    folder" states no negation against `raise RuntimeError(...)`."""
+    first, last = window
+    ours = stated_clauses(claim)
+    theirs = [stated_clauses(source_text[start:end]) for start, end in segs[first:last + 1]]
+    return any(_flipped(ours[part], [c for sentence in theirs for c in sentence[part]]) for part in (0, 1))
+
+
+def _flipped(ours: list[str], theirs: list[str]) -> bool:
+    """Whether a clause of ours and one of theirs are each other's best match, share at least half of the shorter
+    one's units, and one of them is negated."""
+    mine = [(c, frozenset(units(c))) for c in ours]
+    other = [(d, frozenset(units(d))) for d in theirs]
+    if not mine or not other:
+        return False
+    shared = [[len(u & v) for _, v in other] for _, u in mine]
+    for i, (c, u) in enumerate(mine):
+        for j, (d, v) in enumerate(other):
+            mutual = shared[i][j] == max(shared[i]) == max(row[j] for row in shared)
+            enough = shared[i][j] >= max(1, min(len(u), len(v)) / 2)
+            if mutual and enough and negated(c) != negated(d):
+                return True
+    return False
