@@ -24,6 +24,8 @@ from assistant.backends.registry import backend_names
 # object composes them with the server's own.
 __all__ = ["EmbedderSettings", "IngestSettings", "RetrievalSettings", "Settings"]
 
+Switch = Literal["auto", "on", "off"]  # auto: the setting decides by what runs (the model, the hardware)
+
 
 def default_data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
@@ -209,7 +211,7 @@ class LlamaServerSettings(EngineProcessSettings):
     draft_max: int | None = Field(None, ge=1, description="--spec-draft-n-max: tokens drafted per step; empty = llama.cpp's (3)")
     draft_min: int | None = Field(None, ge=0, description="--spec-draft-n-min: fewest drafted tokens worth checking; empty = llama.cpp's")
     draft_gpu_layers: int | None = Field(None, ge=0, description="-ngld: the draft model's layers on the GPUs; empty = as -ngl")
-    flash_attn: Literal["auto", "on", "off"] = Field("auto", description="-fa: flash attention")
+    flash_attn: Switch = Field("auto", description="-fa: flash attention")
     parallel: int | None = Field(
         None, ge=1, le=512, description="-np: slots, the answers generated at once; empty = what `assistant plan` "
         "finds fits the GPUs' memory beside the weights (64 at most), 4 without GPUs"
@@ -242,26 +244,19 @@ class GenerationSettings(BaseModel):
     max_tokens: int = Field(384, ge=1, description="most tokens an answer may have")
     temperature: float = Field(0.2, ge=0, le=2, description="sampling temperature")
     margin_tokens: int = Field(32, ge=0, description="tokens kept free in the context window as a safety margin")
-    replace_unsupported: Literal["auto", "on", "off"] = Field(
-        "auto",
-        description="an answer making claims that none of its sources supports (and that does not abstain) is "
-        "replaced by 'the documents do not contain the answer', the model's text kept as model_answer; auto = on "
-        "for the packaged small models (the llamacpp backend without model_path)",
-    )
-    quote_sources: Literal["auto", "on", "off"] = Field(
-        "auto",
-        description="under an answer, the words of its sources that its claims stand on, when they say more than the "
-        "claim does (a condition, the exact name, a sentence saying the opposite): a small model drops them; auto = on "
-        "for the packaged small models",
-    )
-    absent_words: Literal["auto", "on", "off"] = Field(
-        "off",
-        description="opt-in: a question with a word that none of its sources holds and at most 0.2% of the "
-        "collections' passages hold is answered 'the documents do not contain the answer', naming the word, without "
-        "asking the model (auto = on for the packaged small models). Off by default: the words people use are often "
-        "not the documents' own (a contraction, a pronoun, a typo, a brand name, a first-person story), and one such "
-        "word refused answerable questions",
-    )
+    replace_unsupported: Switch = Field("auto", description=(
+        "an answer making claims that none of its sources supports (and that does not abstain) is replaced by 'the "
+        "documents do not contain the answer', the model's text kept as model_answer; auto = on for the packaged "
+        "small models (the llamacpp backend without model_path)"))
+    quote_sources: Switch = Field("auto", description=(
+        "under an answer, the words of its sources that its claims stand on, when they say more than the claim does "
+        "(a condition, the exact name, a sentence saying the opposite); auto = on for the packaged small models"))
+    absent_words: Switch = Field("off", description=(
+        "opt-in: a question with a word that none of its sources holds and at most 0.2% of the collections' passages "
+        "hold is answered 'the documents do not contain the answer', naming the word, without asking the model (auto "
+        "= on for the packaged small models). Off by default: the words people use are often not the documents' own "
+        "(a contraction, a pronoun, a typo, a brand name, a first-person story), and one such word refused answerable "
+        "questions"))
 
 
 class SummarySettings(BaseModel):
