@@ -179,8 +179,8 @@ def checked_answer(question: str, text: str, texts: dict[int, str], places: dict
     attributed = attribute(text, texts, places)
     check = check_answer(attributed.answer, texts, places, question, attributed.sentences)
     empty = not text
-    replaced = empty or (replace and (check.unsupported or bool(check.unknown_names) or check.no_quantity)
-                                 and not check.abstained)
+    replaced = empty or (replace and (check.unsupported or check.off_topic or bool(check.unknown_names)
+                                      or check.no_quantity) and not check.abstained)
     fields = {"answer": attributed.answer}
     if attributed.changes:
         fields["model_answer"] = text

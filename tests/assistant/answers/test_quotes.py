@@ -98,5 +98,7 @@ def test_checked_answer_quotes_a_kept_answer_only():
     _, check, fields = checked_answer("What does the canteen serve?", "The canteen serves pizza [1].", {1: LAUNDRY},
                                       {}, True, True)
     assert check["replaced"] and fields["answer"] == NOT_IN_DOCUMENTS["en"] and check["quotes"] == []
+    _, check, fields = checked_answer("How do I order a new laptop for the office?", answer, {1: LAUNDRY}, {}, True, True)
+    assert check["off_topic"] and check["replaced"] and check["quotes"] == []  # true of its source, not what was asked
     _, check, fields = checked_answer(question, NOT_IN_DOCUMENTS["en"], {1: LAUNDRY}, {}, True, True)
     assert check["abstained"] and fields["answer"] == NOT_IN_DOCUMENTS["en"] and check["quotes"] == []
