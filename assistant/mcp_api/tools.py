@@ -188,7 +188,8 @@ async def ask(
 
     The same ask use case as /api/ask, /v1 and `assistant ask` (answers/ask.py): retrieval, a prompt that
     fits, the backend, and the check of its citations: each source's `support`, the answer's `check`, and
-    `model_answer` when an unsupported answer was replaced. With `document` (a path in the collection, or an
+    `model_answer` when the answer is not the model's text (replaced, or the sources' words quoted under it,
+    `check.quotes`). With `document` (a path in the collection, or an
     id), the question is about that document alone, and the result says how it was read (`document_mode`:
     whole or retrieved). A refusal is a tool error that ends with its code, as the other doors name it.
     """
