@@ -47,6 +47,7 @@ engine's prefill: `retrieved` waits for it, and a prompt it finds too long is se
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from contextlib import aclosing
@@ -136,7 +137,7 @@ class AnswerPolicy:
     k: int  # sources retrieved when the question names no k
     replace_unsupported: bool
     absent_words: bool
-    quote_sources: bool = False
+    quote_sources: bool
 
     @classmethod
     def of(cls, settings: "Settings") -> "AnswerPolicy":
@@ -145,8 +146,7 @@ class AnswerPolicy:
 
     def with_generation(self, **changes: Any) -> "AnswerPolicy":
         """The same policy with some generation settings changed (a /v1 request's max_tokens, temperature)."""
-        return AnswerPolicy(self.generation.model_copy(update=changes), self.k, self.replace_unsupported,
-                            self.absent_words, self.quote_sources)
+        return dataclasses.replace(self, generation=self.generation.model_copy(update=changes))
 
 
 class Statement:
@@ -181,15 +181,12 @@ def checked_answer(question: str, text: str, texts: dict[int, str], places: dict
     empty = not text
     replaced = empty or (replace and (check.unsupported or check.off_topic or bool(check.unknown_names)
                                       or check.no_quantity) and not check.abstained)
-    fields = {"answer": attributed.answer}
-    if attributed.changes:
-        fields["model_answer"] = text
     found = quotes(check, texts, places) if quote and not replaced and not check.abstained else []
-    if found:
-        fields = {"answer": fields["answer"] + quote_block(found, language_of(question)), "model_answer": text}
     if replaced:
-        statement = NO_ANSWER if empty else NOT_IN_DOCUMENTS
-        fields = {"answer": statement[language_of(question)], "model_answer": text}
+        shown = (NO_ANSWER if empty else NOT_IN_DOCUMENTS)[language_of(question)]
+    else:  # its markers put where the sources say it, the sources' words under it
+        shown = attributed.answer + quote_block(found, language_of(question))
+    fields = {"answer": shown} if shown == text else {"answer": shown, "model_answer": text}
     data = dict(check.to_dict(), replaced=replaced, empty=empty, attributed=attributed.changes,
                 quotes=[{"n": q.n, "text": q.text, "contradicts": q.contradicts} for q in found])
     return check, data, fields
