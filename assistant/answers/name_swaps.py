@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from difflib import SequenceMatcher
+from functools import lru_cache
 
 from assistant.answers.text_units import TOKEN, key_units, language_of, plain, units
 
@@ -44,16 +45,14 @@ def swapped_name(claim: str, sentence: str) -> bool:
     rewording, so an alignment says nothing) are no swap."""
     if language_of(claim) == "zh":
         return False
-    ours, theirs = units(claim), units(sentence)
-    said, held = Counter(ours), Counter(theirs)
+    said, held, replaced = _aligned(claim, sentence)
     dropped = {k for k in key_units(sentence) if not k[0].isdigit() and said[k] < held[k]}
     if not dropped:
         return False
     named = written_as_names(claim)
-    for tag, i1, i2, j1, j2 in SequenceMatcher(None, ours, theirs, autojunk=False).get_opcodes():
-        if tag != "replace" or i2 - i1 > MAX_SWAP_UNITS or j2 - j1 > MAX_SWAP_UNITS:
+    for new, old in replaced:
+        if len(new) > MAX_SWAP_UNITS or len(old) > MAX_SWAP_UNITS:
             continue
-        new, old = ours[i1:i2], theirs[j1:j2]
         if (dropped & set(old) and all(said[u] > held[u] for u in new) and named & set(new)
                 and SequenceMatcher(None, "".join(new), "".join(old)).ratio() < SAME_SPELLING):
             return True
@@ -66,12 +65,20 @@ def swapped_number(claim: str, sentence: str) -> bool:
     the claim says fewer times than the sentence, in place of a number the claim says more often. In Chinese
     too: a number's neighbours are the same character pairs when the rest of the sentence is copied. Numbers
     merely reordered ("A 3, B 5" for "B 5, A 3") are said as often on both sides: no swap."""
-    ours, theirs = units(claim), units(sentence)
-    said, held = Counter(ours), Counter(theirs)
-    for tag, i1, i2, j1, j2 in SequenceMatcher(None, ours, theirs, autojunk=False).get_opcodes():
-        if tag != "replace" or i2 - i1 != 1 or j2 - j1 != 1:
-            continue
-        new, old = ours[i1], theirs[j1]
-        if new[0].isdigit() and old[0].isdigit() and said[new] > held[new] and said[old] < held[old]:
+    said, held, replaced = _aligned(claim, sentence)
+    for new, old in replaced:
+        if (len(new) == len(old) == 1 and new[0][0].isdigit() and old[0][0].isdigit()
+                and said[new[0]] > held[new[0]] and said[old[0]] < held[old[0]]):
             return True
     return False
+
+
+@lru_cache(maxsize=256)  # a claim is tried for a swapped name, then a swapped number, against one sentence
+def _aligned(claim: str, sentence: str) -> tuple[Counter, Counter, tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]]:
+    """How often each unit is said in the claim and held by the sentence (read only: the result is shared), and
+    the differences of their alignment (difflib's `replace` opcodes over their content units) as pairs of
+    (the claim's units, the sentence's units in their place)."""
+    ours, theirs = units(claim), units(sentence)
+    opcodes = SequenceMatcher(None, ours, theirs, autojunk=False).get_opcodes()
+    replaced = tuple((ours[i1:i2], theirs[j1:j2]) for tag, i1, i2, j1, j2 in opcodes if tag == "replace")
+    return Counter(ours), Counter(theirs), replaced
