@@ -38,9 +38,10 @@ def contradicts(claim: str, source_text: str, segs: tuple[tuple[int, int], ...],
     "if"/"unless" condition are compared apart (`stated_clauses`): "raises a RuntimeError if it has no static
     folder" states no negation against `raise RuntimeError(...)`."""
     first, last = window
-    ours = stated_clauses(claim)
+    stated, conditions = stated_clauses(claim)
     theirs = [stated_clauses(source_text[start:end]) for start, end in segs[first:last + 1]]
-    return any(_flipped(ours[part], [c for sentence in theirs for c in sentence[part]]) for part in (0, 1))
+    return (_flipped(stated, [c for said, _ in theirs for c in said])
+            or _flipped(conditions, [c for _, when in theirs for c in when]))
 
 
 def _flipped(ours: list[str], theirs: list[str]) -> bool:
