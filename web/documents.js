@@ -259,14 +259,25 @@ function watchJob(id) {
   watched.set(id, setTimeout(tick, 0));
 }
 
+/**
+ * The open collection's last jobs, watched while they run. The cards of the collection already shown stay
+ * until the new listing is in hand and are then replaced at once: emptied first, the list would blink (and
+ * a card looked at in between would be gone); another collection's cards go at once.
+ */
 async function resumeJobs() {
-  $("#job-list").replaceChildren();
-  $("#job-heading").hidden = true;
+  const list = $("#job-list");
+  const clear = () => {
+    list.replaceChildren();
+    $("#job-heading").hidden = true;
+  };
+  if (list.dataset.collection !== selected) clear();
+  list.dataset.collection = selected;
   if (!selected) return;
   const collection = selected;
   try {
     const jobs = await api.jobs(collection);
     if (collection !== selected) return;
+    clear();
     for (const job of jobs.slice(0, 5).reverse()) {
       jobCard(job);
       if (!FINISHED.includes(job.status)) watchJob(job.id);
