@@ -7,7 +7,11 @@ with `support()`:
 1. Normalise both texts: NFKC, casefold, citation markers removed, number words as digits (English
    up to twenty and the tens, Chinese below 100: "three days" = "3 days", "十三天" = "13 天").
 2. Cut them into content units. Latin-script text: words without a small stop-word list, lightly
-   stemmed (plural `s`/`es`/`ies`, `ing`, `ed`, a final `e`), identifiers kept whole (`send_file`).
+   stemmed (plural `s`/`es`/`ies`, `ing`, `ed`, a final `e`), identifiers kept whole (`send_file`) and
+   also as their words (`send`, `file`). In a source (not in the claim), a CamelCase name holds its
+   words too (`HTTPException` holds `http` and `exception`), and two adjacent words of either text that
+   the other writes as one are found ("the debug helpers" in `debughelpers.py`, "file name" and
+   "filename"). "one" reads as 1 but, a pronoun as often as a count, is no key unit (3.).
    CJK text: character bigrams of each run of CJK characters, runs cut at common function characters
    (的, 是, 了, ...); a run of one character is a unit of its own. Numbers are kept exactly ("13",
    "3.5", "1,000" = "1000").
@@ -59,8 +63,8 @@ from assistant.answers.citations import MARKER
 from assistant.answers.name_swaps import swapped_name, swapped_number
 from assistant.answers.statements import NO_ANSWER, NOT_IN_DOCUMENTS, abstained, is_claim
 from assistant.answers.text_units import (
-    CJK_CHAR, LIST_ITEM, PLACE_WORDS, Sentence, clauses, file_keys, key_units, language_of, segments, split_sentences,
-    units,
+    CJK_CHAR, LIST_ITEM, PLACE_WORDS, Sentence, camel_words, clauses, file_keys, held_words, joined, key_units,
+    language_of, segments, split_sentences, units,
 )
 from assistant.answers.polarity import contradicts
 
@@ -148,6 +152,23 @@ def _segment_units(source: str) -> tuple[tuple[str, ...], ...]:
     return tuple(units(source[s:e]) for s, e in _segments(source))
 
 
+@lru_cache(maxsize=256)
+def _segment_words(source: str) -> tuple[frozenset[str], ...]:
+    """Each segment's units with its adjacent pairs written as one (`debug helpers` also as `debughelper`)."""
+    return tuple(frozenset(u) | frozenset(joined(u)) | camel_words(source[s:e])
+                 for u, (s, e) in zip(_segment_units(source), _segments(source)))
+
+
+def _held(claim_units: frozenset[str], compounds: dict[str, tuple[str, str]], held: frozenset[str]) -> set[str]:
+    """The claim's units a text holds: as they are, two of them as one word there ("the debug helpers" where the
+    code writes `debughelpers`), or one of them as two words there (`held` has the pairs joined)."""
+    found = set(claim_units & held)
+    for compound, pair in compounds.items():
+        if compound in held:
+            found.update(claim_units.intersection(pair))
+    return found
+
+
 # --- support -----------------------------------------------------------------------------------
 
 
@@ -173,13 +194,15 @@ def support(claim: str, source_text: str, place: str = "", asked: frozenset[str]
     segs = _segments(source_text)
     # Only the claim's units matter in a segment: small sets keep the window loop cheap.
     all_units = _segment_units(source_text)
-    seg_units = [claim_units.intersection(u) for u in all_units]
+    compounds = joined(units(claim))
+    seg_units = [_held(claim_units, compounds, u) for u in _segment_words(source_text)]
     # A name the source holds anywhere counts in every window: a chunk names its subject once
     # (`def send_file(`), its sentences then speak of it without repeating it.
     names = {k for k in keys if not k[0].isdigit() and any(k in u for u in seg_units)}
     elsewhere: set[str] = set()  # files the claim names that are not this source's file
     if place.strip():
-        place_units = claim_units.intersection(units(place))
+        place_seq = units(place)
+        place_units = _held(claim_units, compounds, frozenset(place_seq) | frozenset(joined(place_seq)) | camel_words(place))
         if not claim_units & {"line", "page"}:  # a place's numbers are its lines or page: only such a claim uses them
             place_units = {u for u in place_units if not u[0].isdigit()}
         names |= place_units | (claim_units & PLACE_WORDS)
@@ -228,7 +251,7 @@ def asker_words(question: str, sources: dict[int, str], places: dict[int, str]) 
     the question in them states nothing a source could hold there. Words, not CJK character pairs: in Chinese a
     name is not told by its writing, and "食堂" (the canteen) missing from every source is what makes "食堂午餐每餐
     补贴 150 元" an invention."""
-    held = set().union(*(units(t) for t in sources.values()), *(units(p) for p in places.values()))
+    held = set().union(*(held_words(t) for t in sources.values()), *(held_words(p) for p in places.values()))
     return frozenset(u for u in set(units(question)) - held if not CJK_CHAR.search(u))
 
 
@@ -305,7 +328,7 @@ def unknown_names(question: str, claim: str, shown: list[str]) -> list[str]:
     said = asked & key_units(claim) & set(units(claim))
     if not said:
         return []
-    held = set().union(*(units(text) for text in shown)) if shown else set()
+    held = set().union(*(held_words(text) for text in shown)) if shown else set()
     return sorted(said - held)
 
 
@@ -366,7 +389,7 @@ def off_topic(question: str, answer: str, cited: list[str]) -> bool:
     topic = set(units(question)) - GENERIC_UNITS
     if len(topic) < OFF_TOPIC_MIN_UNITS:
         return False
-    seen = set(units(answer)).union(*(units(text) for text in cited))
+    seen = set(units(answer)).union(*(held_words(text) for text in cited))
     return len(topic & seen) <= 1
 
 

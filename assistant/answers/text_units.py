@@ -75,13 +75,16 @@ EN_NUMBERS = {
     )
 } | {w: str(n) for n, w in zip(range(30, 100, 10), "thirty forty fifty sixty seventy eighty ninety".split())}
 EN_NUMBER = re.compile(r"\b(?:" + "|".join(EN_NUMBERS) + r")\b", re.IGNORECASE)
+# "one" is a pronoun and a determiner as often as a count ("allowing one to handle errors", "one of the
+# loaders"): it is read as 1 (it matches a source's "1") but is no number a source must state.
+EN_COUNT = re.compile(r"\b(?:" + "|".join(w for w in EN_NUMBERS if w != "one") + r")\b", re.IGNORECASE)
 
 
-def plain(text: str) -> str:
+def plain(text: str, *, counts: re.Pattern[str] = EN_NUMBER) -> str:
     """NFKC, citation markers removed, number words (English up to twenty and the tens, Chinese below
     100) as digits; case kept: names are told by it."""
     text = unicodedata.normalize("NFKC", MARKER.sub(" ", text))
-    return CN_NUMBER.sub(_cn_number, EN_NUMBER.sub(lambda m: EN_NUMBERS[m.group(0).lower()], text))
+    return CN_NUMBER.sub(_cn_number, counts.sub(lambda m: EN_NUMBERS[m.group(0).lower()], text))
 
 
 def normalise(text: str) -> str:
@@ -138,6 +141,10 @@ def _word_units(word: str) -> list[str]:
     return [stem(word)] if len(word) > 1 or word.isdigit() else []
 
 
+# The parts of a CamelCase name: `HTTPException` is `HTTP` and `Exception`, `getFlashedMessages` three words.
+CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
 @lru_cache(maxsize=4096)
 def units(text: str) -> tuple[str, ...]:
     """The content units of text, in order, with repeats (see the module docstring)."""
@@ -152,11 +159,41 @@ def units(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=4096)
+def camel_words(text: str) -> frozenset[str]:
+    """The words inside the CamelCase names of text, as units: code names a thing `HTTPException` where prose
+    says "an HTTP exception". Read where a claim is looked for, not in the claim (a name found would
+    count as three of its units)."""
+    out: set[str] = set()
+    for m in TOKEN.finditer(plain(text)):
+        for piece in re.split(r"[._'’-]+", m.group("word") or ""):
+            if any(c.isupper() for c in piece[1:]) and any(c.islower() for c in piece):
+                out.update(stem(p.casefold()) for p in CAMEL_PART.findall(piece)
+                           if len(p) > 1 and p.casefold() not in STOP_WORDS)
+    return frozenset(out)
+
+
+def held_words(text: str) -> set[str]:
+    """What a source (or its place) holds for a question's or an answer's words: its units and the words inside
+    its CamelCase names (a page about `HTTPException` speaks of HTTP)."""
+    return set(units(text)) | camel_words(text)
+
+
+def joined(seq: tuple[str, ...]) -> dict[str, tuple[str, str]]:
+    """Two adjacent word units written as one (`debug helpers` is `debughelpers`, `file name` is `filename`):
+    the compound, and the two it is made of. Numbers and CJK units are never joined."""
+    out: dict[str, tuple[str, str]] = {}
+    for a, b in zip(seq, seq[1:]):
+        if a.isalpha() and b.isalpha() and a.isascii() and b.isascii() and len(a) > 1 and len(b) > 1:
+            out.setdefault(stem(a + b), (a, b))
+    return out
+
+
 @lru_cache(maxsize=1024)  # a claim is scored against every source
 def key_units(claim: str) -> frozenset[str]:
     """The claim's numbers and names: the units a supporting source must hold exactly (names as their
     first unit: `app.run` is `run`)."""
-    text = plain(claim)
+    text = plain(claim, counts=EN_COUNT)
     keys: set[str] = set()
     first = True
     for m in TOKEN.finditer(text):

@@ -22,6 +22,7 @@ from assistant.answers.support import (
     support,
     units,
 )
+from assistant.answers.text_units import camel_words
 from evals.support_agreement import agreement, load_labels
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -130,6 +131,45 @@ def test_check_answer_and_attribute_read_each_source_s_place() -> None:
 
 def test_a_file_name_is_a_key_by_its_name() -> None:
     assert key_units("See src/flask/app.py and app.run.") == {"app", "run"}
+
+
+ERRORHANDLER_CHUNK = ('def errorhandler(self, code_or_exception):\n    """Register a function to handle errors by code or exception '
+                      'class.\n\n    Custom exception types need not be a subclass of the\n    :class:`~werkzeug.exceptions.'
+                      'HTTPException` class.\n    """\n    self.register_error_handler(code_or_exception, f)')
+
+
+def test_a_camel_case_name_holds_its_words() -> None:
+    assert camel_words("raise werkzeug.exceptions.HTTPException here") == {"http", "exception"}
+    assert camel_words("getFlashedMessages") == {"get", "flash", "messag"}
+    assert camel_words("HTTP Werkzeug") == frozenset()  # no inner capital: one word each
+    assert units("HTTPException") == ("httpexception",)  # the claim's own units: a name is one
+    claim = "The errorhandler decorator registers a function for an exception class or an HTTP status code."
+    assert support(claim, ERRORHANDLER_CHUNK).supported
+    question = "How does the errorhandler decorator register a function for an HTTP status code?"
+    check = check_answer(f"{claim[:-1]} [1].", {1: ERRORHANDLER_CHUNK}, question=question)
+    assert check.citation_precision == 1.0 and check.unknown_names == []  # the source speaks of HTTP
+    # the parts are words of the source, not names it states: another name is still another thing
+    assert not support("The errorhandler decorator registers a function for an HTTP or a Kerberos code.",
+                       ERRORHANDLER_CHUNK).supported
+
+
+def test_two_words_written_as_one_by_the_source_are_found() -> None:
+    place = "debughelpers.py — src/flask/debughelpers.py:124-178\nSymbol: explain_template_loading_attempts"
+    text = 'def explain_template_loading_attempts(app, template, attempts):\n    """This should help developers understand what failed"""'
+    assert support("The explanations are printed by the debug helpers [1].", text, place,
+                   asked=frozenset({"explanation", "print"})).supported
+    # and one word of the claim written as two by the source
+    assert support("Set the filename of the log.", "Set the file name of the log.").supported
+    assert not support("The explanations are printed by the debug toolbar [1].", text, place,
+                       asked=frozenset({"explanation", "print"})).supported
+
+
+def test_one_as_a_pronoun_is_no_number_the_source_must_state() -> None:
+    chunk = "This is available on both app and blueprint objects. It can handle errors from every request."
+    assert "1" not in key_units("It is available on app and blueprint objects, allowing one to handle errors.")
+    assert support("It is available on app and blueprint objects, allowing one to handle errors.", chunk).supported
+    assert units("one day") == units("1 day")  # still the number where a source writes it so
+    assert not support("A doctor's note is needed after two days of sick leave.", LEAVE_EN).supported
 
 
 def test_chinese_claims_are_scored_by_character_bigrams() -> None:
