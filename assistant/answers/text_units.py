@@ -78,6 +78,7 @@ EN_NUMBER = re.compile(r"\b(?:" + "|".join(EN_NUMBERS) + r")\b", re.IGNORECASE)
 # "one" is a pronoun and a determiner as often as a count ("allowing one to handle errors", "one of the
 # loaders"): it is read as 1 (it matches a source's "1") but is no number a source must state.
 EN_COUNT = re.compile(r"\b(?:" + "|".join(w for w in EN_NUMBERS if w != "one") + r")\b", re.IGNORECASE)
+NOT_KEYS = STOP_WORDS | {"one"}  # "One" inside a sentence is no name either (a source's "One" reads as 1)
 
 
 def plain(text: str, *, counts: re.Pattern[str] = EN_NUMBER) -> str:
@@ -203,7 +204,7 @@ def key_units(claim: str) -> frozenset[str]:
         elif m.group("word") is not None:
             inner_capital = any(c.isupper() for c in token[1:])
             shaped = any(c.isdigit() for c in token) or "_" in token or "." in token.strip(".")
-            if (inner_capital or shaped or (token[0].isupper() and not first)) and token.casefold() not in STOP_WORDS:
+            if (inner_capital or shaped or (token[0].isupper() and not first)) and token.casefold() not in NOT_KEYS:
                 keys.update(_name_key(token, first))
         first = False
     return frozenset(keys)

@@ -169,6 +169,7 @@ def test_one_as_a_pronoun_is_no_number_the_source_must_state() -> None:
     assert "1" not in key_units("It is available on app and blueprint objects, allowing one to handle errors.")
     assert support("It is available on app and blueprint objects, allowing one to handle errors.", chunk).supported
     assert units("one day") == units("1 day")  # still the number where a source writes it so
+    assert support("Meet us at One World Trade Center.", "Meet us at One World Trade Center on Monday.").supported
     assert not support("A doctor's note is needed after two days of sick leave.", LEAVE_EN).supported
 
 
