@@ -303,9 +303,14 @@ NEGATION_ZH = re.compile(r"(?:不|没|未|无|非|勿|别)(?!同|过|仅|但|久
 ANSWER_PARTICLE = re.compile(r"^\W*(?:yes|no|是的|不是|对|不)\s*[,，.。!！:：]\s*")
 
 
+# Python's `None` as a value (`-> None`, `= None`, `is not None`, `f(None)`): code saying what a thing holds, not no.
+CODE_NONE = re.compile(r"(?:\bis\s+(?:not\s+)?|->\s*|[=(\[,]\s*|\breturn\s+)None\b|\bNone(?=\s*(?:[),:\]=]|$))")
+
+
 @lru_cache(maxsize=4096)
 def negated(text: str) -> bool:
     """Whether the statement says no: it holds a negation cue once a leading yes/no is set aside."""
+    text = CODE_NONE.sub(" ", text)
     plain_text = unicodedata.normalize("NFKC", MARKER.sub(" ", text)).casefold()
     plain_text = ANSWER_PARTICLE.sub("", plain_text)
     return bool(NEGATION_EN.search(plain_text) or NEGATION_ZH.search(plain_text))
