@@ -63,7 +63,7 @@ from assistant.answers.citations import MARKER
 from assistant.answers.name_swaps import swapped_name, swapped_number
 from assistant.answers.statements import NO_ANSWER, NOT_IN_DOCUMENTS, abstained, is_claim
 from assistant.answers.text_units import (
-    CJK_CHAR, LIST_ITEM, PLACE_WORDS, Sentence, camel_words, clauses, file_keys, held_words, joined, key_units,
+    CJK_CHAR, LIST_ITEM, PLACE_WORDS, Sentence, clauses, file_keys, held_words, joined, key_units,
     language_of, segments, split_sentences, units,
 )
 from assistant.answers.polarity import contradicts
@@ -152,11 +152,16 @@ def _segment_units(source: str) -> tuple[tuple[str, ...], ...]:
     return tuple(units(source[s:e]) for s, e in _segments(source))
 
 
+@lru_cache(maxsize=1024)
+def _findable(text: str) -> frozenset[str]:
+    """What a claim's units are looked for in: `held_words`, and adjacent pairs written as one (`debughelper`)."""
+    return frozenset(held_words(text)) | frozenset(joined(units(text)))
+
+
 @lru_cache(maxsize=256)
 def _segment_words(source: str) -> tuple[frozenset[str], ...]:
-    """Each segment's units with its adjacent pairs written as one (`debug helpers` also as `debughelper`)."""
-    return tuple(frozenset(u) | frozenset(joined(u)) | camel_words(source[s:e])
-                 for u, (s, e) in zip(_segment_units(source), _segments(source)))
+    """`_findable` of each segment, read once per source: an answer's every claim is scored against it."""
+    return tuple(_findable(source[s:e]) for s, e in _segments(source))
 
 
 def _held(claim_units: frozenset[str], compounds: dict[str, tuple[str, str]], held: frozenset[str]) -> set[str]:
@@ -179,8 +184,6 @@ def _score(claim_units: frozenset[str], keys: frozenset[str], window: set[str]) 
     return found * key_share, found
 
 
-
-
 def support(claim: str, source_text: str, place: str = "", asked: frozenset[str] = frozenset()) -> Support:
     """How well source_text, shown under `place`, supports claim, and the window of the text that does
     (see the module docstring). `asked`: the asker's own words (`asker_words`); a claim that repeats them is
@@ -201,8 +204,7 @@ def support(claim: str, source_text: str, place: str = "", asked: frozenset[str]
     names = {k for k in keys if not k[0].isdigit() and any(k in u for u in seg_units)}
     elsewhere: set[str] = set()  # files the claim names that are not this source's file
     if place.strip():
-        place_seq = units(place)
-        place_units = _held(claim_units, compounds, frozenset(place_seq) | frozenset(joined(place_seq)) | camel_words(place))
+        place_units = _held(claim_units, compounds, _findable(place))
         if not claim_units & {"line", "page"}:  # a place's numbers are its lines or page: only such a claim uses them
             place_units = {u for u in place_units if not u[0].isdigit()}
         names |= place_units | (claim_units & PLACE_WORDS)
