@@ -309,7 +309,8 @@ CODE_NONE = re.compile(r"(?:\bis\s+(?:not\s+)?|->\s*|[=(\[,]\s*|\breturn\s+)None
 
 @lru_cache(maxsize=4096)
 def negated(text: str) -> bool:
-    """Whether the statement says no: it holds a negation cue once a leading yes/no is set aside."""
+    """Whether the statement says no: it holds a negation cue once a leading yes/no and code's `None` values
+    (CODE_NONE) are set aside."""
     text = CODE_NONE.sub(" ", text)
     plain_text = unicodedata.normalize("NFKC", MARKER.sub(" ", text)).casefold()
     plain_text = ANSWER_PARTICLE.sub("", plain_text)
