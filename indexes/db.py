@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from filelock import FileLock
 from sqlalchemy import event, inspect, text
 from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel, create_engine
@@ -106,9 +107,14 @@ def sqlite_engine(db_path: Path) -> Engine:
 
 
 def make_engine(db_path: Path) -> Engine:
-    """Open (and create or migrate) the store at db_path."""
+    """Open (and create or migrate) the store at db_path.
+
+    A server and its worker start together on a new store: SQLite runs the migrations' DDL outside any
+    transaction, so each would see the other's half-made schema and make a table twice. A lock file beside
+    the store lets one migrate while the other waits (PostgreSQL takes an advisory lock instead); once
+    made, the lock file is only opened, so an up-to-date store still opens on a full disk."""
     engine = sqlite_engine(db_path)
-    with engine.begin() as conn:
+    with FileLock(f"{db_path}.lock"), engine.begin() as conn:
         if migrations.current(conn) is None and set(inspect(conn).get_table_names()) & set(SQLModel.metadata.tables):
             # made before migrations: the additive path brings it to the models, then the head is stamped
             SQLModel.metadata.create_all(conn)

@@ -3,6 +3,9 @@ before migrations is recorded at the newest revision; `assistant db upgrade` and
 
 from __future__ import annotations
 
+import multiprocessing
+from pathlib import Path
+
 import pytest
 from sqlalchemy import create_engine, inspect
 from sqlmodel import SQLModel
@@ -63,3 +66,31 @@ def test_a_database_url_that_is_not_postgres_is_refused(tmp_path, monkeypatch, c
     monkeypatch.setenv("ASSISTANT_DATABASE_URL", "mysql://x@h/db")
     assert main(["db", "upgrade", "--data-dir", str(tmp_path / "d")]) == 2
     assert "postgresql+psycopg" in capsys.readouterr().err
+
+
+def _open_store(path: str, barrier, results) -> None:
+    from indexes.db import make_engine
+
+    barrier.wait()
+    try:
+        make_engine(Path(path)).dispose()
+        results.put("opened")
+    except Exception as error:  # what the process met, for the assertion below
+        results.put(repr(error))
+
+
+def test_processes_opening_a_new_store_together_all_open_it(tmp_path):
+    """A server and its worker start at once on an empty data folder: each opens the new store, neither
+    makes a table the other is making (four processes let go together, as the server and worker are)."""
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(4), ctx.Queue()
+    path = str(tmp_path / "store.db")
+    processes = [ctx.Process(target=_open_store, args=(path, barrier, results)) for _ in range(4)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=120)
+    assert [results.get(timeout=5) for _ in processes] == ["opened"] * 4
+    with sqlite_engine(Path(path)).connect() as conn:
+        assert migrations.current(conn) == migrations.head()
+        assert migrations.differences(conn) == []
