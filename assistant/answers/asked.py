@@ -1,0 +1,65 @@
+"""Whether an answer is about what was asked, beyond whether its sources support it: a name of the question
+that none of the answer's sources holds (`unknown_names`), an amount asked for and not stated
+(`asks_quantity`, `states_quantity`), an answer whose words miss the question's topic (`off_topic`).
+Pure, no model; `support.check_answer` reports each."""
+
+from __future__ import annotations
+
+import re
+
+from assistant.answers.citations import MARKER
+from assistant.answers.text_units import LIST_ITEM, held_words, key_units, units
+
+
+def unknown_names(question: str, claim: str, shown: list[str]) -> list[str]:
+    """The names (capitalised words inside a sentence, identifiers, numbers with letters) that the question and
+    the answer's first claim both hold and none of the sources the answer cites does (their text and place; all
+    sources shown when it cites none): "the Wi-Fi password at the Sydney office is ..." over sources that never
+    name Sydney, and "the guest Wi-Fi password in the Chicago office ..." citing only the Washington DC page while
+    the Chicago page was shown too: the answer is about what its sources do not cover. Plain words never count,
+    however rare: people ask in words the documents do not use."""
+    # Two letters name nothing for sure ("OK", "IT", "HR" are words as often as names).
+    asked = {k for k in key_units(question) if not k[0].isdigit() and len(k) > 2} & set(units(question))
+    said = asked & key_units(claim) & set(units(claim))
+    if not said:
+        return []
+    held = set().union(*(held_words(text) for text in shown)) if shown else set()
+    return sorted(said - held)
+
+
+# A question that asks for an amount: "how many", "how much"; 多少, 几 with a measure word.
+QUANTITY_ASKED = re.compile(r"\bhow (?:many|much)\b|多少|几(?:个|天|次|年|月|周|小时|位|名|种|台|张|点|层|岁)", re.IGNORECASE)
+# Words that state an amount without a digit ("it is free", "there is no limit").
+AMOUNT_WORDS = frozenset("free unlimited none zero nothing half twice double all every no".split())
+
+
+def asks_quantity(question: str) -> bool:
+    return bool(QUANTITY_ASKED.search(question))
+
+
+def states_quantity(claims: list[str]) -> bool:
+    """Whether some claim states an amount: a number (number words count, see `units`) or a word of AMOUNT_WORDS.
+    "There are lockers available throughout the building [2]" answers no "how many" (markers and list numbers
+    are no amounts)."""
+    for text in claims:
+        bare = LIST_ITEM.sub("", MARKER.sub("", text))
+        if any(u[0].isdigit() for u in units(bare)) or AMOUNT_WORDS & set(re.findall(r"\w+", bare.casefold())):
+            return True
+    return False
+
+
+# Verbs every question may use that say nothing of its topic ("how do I get...", "what happens if...").
+GENERIC_UNITS = frozenset(units("get got need want know tell find happen work make take give go ask please "
+                                "anyone someone something thing way kind help"))
+OFF_TOPIC_MIN_UNITS = 3
+
+
+def off_topic(question: str, answer: str, cited: list[str]) -> bool:
+    """Whether an answer misses what was asked: the question names at least OFF_TOPIC_MIN_UNITS units of its
+    topic and the answer and the sources it cites (their text and place) hold at most one of them (an
+    answer about insurance receipts to "How do I get reimbursed for a taxi to the airport?")."""
+    topic = set(units(question)) - GENERIC_UNITS
+    if len(topic) < OFF_TOPIC_MIN_UNITS:
+        return False
+    seen = set(units(answer)).union(*(held_words(text) for text in cited))
+    return len(topic & seen) <= 1
