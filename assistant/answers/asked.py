@@ -13,8 +13,9 @@ from assistant.answers.text_units import LIST_ITEM, held_words, key_units, units
 
 def unknown_names(question: str, claim: str, shown: list[str]) -> list[str]:
     """The names (capitalised words inside a sentence, identifiers, numbers with letters) that the question and
-    the answer's first claim both hold and none of the sources the answer cites does (their text and place; all
-    sources shown when it cites none): "the Wi-Fi password at the Sydney office is ..." over sources that never
+    the answer's first claim both hold and none of `shown` does (the text and place of the sources the claim stands
+    on: `support.check_answer` passes those the answer cites, and those that support the claim when it cites
+    none): "the Wi-Fi password at the Sydney office is ..." over sources that never
     name Sydney, and "the guest Wi-Fi password in the Chicago office ..." citing only the Washington DC page while
     the Chicago page was shown too: the answer is about what its sources do not cover. Plain words never count,
     however rare: people ask in words the documents do not use."""

@@ -313,10 +313,20 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
                                                                           for n in cited or sources]),
         contradicted=any(s.contradicted for c in claims for s in c.supports.values()),
         unknown_names=unknown_names(question, claims[0].sentence.text, [sources.get(n, "") + "\n" + places.get(n, "")
-                                                                        for n in cited or sources])
+                                                                        for n in _backing(claims[0], cited, sources, places, asked)])
         if claims and not said and question else [],
         no_quantity=bool(claims) and not said and asks_quantity(question) and not states_quantity([c.sentence.text for c in claims]),
     )
+
+
+def _backing(claim: SentenceCheck, cited: set[int], sources: dict[int, str], places: dict[int, str],
+             asked: frozenset[str]) -> set[int]:
+    """The sources a claim stands on, for its names: those the answer cites, and, when this claim cites none, those
+    that support it (a model that forgets a marker is not wrong for it); all sources shown when neither."""
+    if claim.sentence.cited:
+        return cited
+    supporting = {n for n, t in sources.items() if t and support(claim.sentence.text, t, places.get(n, ""), asked).supported}
+    return (cited | supporting) or set(sources)
 
 
 def clause_supports(text: str, cited: list[int], sources: dict[int, str],

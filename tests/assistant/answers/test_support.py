@@ -393,6 +393,23 @@ def test_a_name_held_only_by_a_source_the_answer_does_not_cite_is_flagged() -> N
     assert own.unknown_names == [], "an answer citing the Chicago page speaks of a name its sources hold"
 
 
+def test_an_uncited_first_claim_is_judged_by_the_sources_that_support_it() -> None:
+    """A model that forgets the marker of its first sentence is not wrong for it: the names of that sentence are
+    looked for in the sources that support it, not only in those the later sentences cite."""
+    attribute_ = ("class MethodView(View):\n    def __init_subclass__(cls, **kwargs):\n        for key in "
+                  "method_names: ...\n        cls.methods = methods")
+    docs = ("Flask sets the HTTP methods the route accepts from the methods attribute of the class: methods is "
+            "set automatically from the methods defined on the class.")
+    places = {1: "views.py — src/flask/views.py", 2: "Class-based Views — docs/views.rst"}
+    question = "For a class-based view that subclasses MethodView, how does Flask work out which HTTP methods the route accepts?"
+    answer = ("Flask works out which HTTP methods the route accepts from the methods attribute of the class. "
+              "It is set from the methods defined in the class [1].")
+    check = check_answer(answer, {1: attribute_, 2: docs}, places, question)
+    assert check.unknown_names == [], "the uncited sentence stands on the docs, which speak of HTTP"
+    unheld = check_answer(answer, {1: attribute_, 2: "Views can be registered on blueprints."}, places, question)
+    assert unheld.unknown_names == ["http"], "no source that supports it, or is cited, holds the name"
+
+
 def test_a_how_many_question_answered_without_an_amount_is_flagged() -> None:
     rooms = "There are locker rooms with showers. Lockers are available throughout the building for day use."
     lockers = check_answer("There are lockers available throughout the building [1].", {1: rooms},
