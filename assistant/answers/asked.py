@@ -11,6 +11,10 @@ from assistant.answers.citations import MARKER
 from assistant.answers.text_units import LIST_ITEM, held_words, key_units, units
 
 
+# A word in capitals, with a small inflection at most ("URLs", "POSTing").
+ACRONYM = re.compile(r"(?<![\w.])([A-Z]{2,})(?:s|es|ed|ing)?(?!\w|\.\w)")
+
+
 def unknown_names(question: str, claim: str, shown: list[str]) -> list[str]:
     """The names (capitalised words inside a sentence, identifiers, numbers with letters) that the question and
     the answer's first claim both hold and none of `shown` does (the text and place of the sources the claim stands
@@ -19,8 +23,10 @@ def unknown_names(question: str, claim: str, shown: list[str]) -> list[str]:
     name Sydney, and "the guest Wi-Fi password in the Chicago office ..." citing only the Washington DC page while
     the Chicago page was shown too: the answer is about what its sources do not cover. Plain words never count,
     however rare: people ask in words the documents do not use."""
-    # Two letters name nothing for sure ("OK", "IT", "HR" are words as often as names).
-    asked = {k for k in key_units(question) if not k[0].isdigit() and len(k) > 2} & set(units(question))
+    # Two letters name nothing for sure ("OK", "IT", "HR" are words as often as names), and an acronym is a word
+    # to whoever uses it ("POSTing a form", "the canonical URL", "HTTP methods"): names are written in words.
+    acronyms = {u for m in ACRONYM.finditer(question) for u in units(m.group(1))}
+    asked = {k for k in key_units(question) if not k[0].isdigit() and len(k) > 2} & set(units(question)) - acronyms
     said = asked & key_units(claim) & set(units(claim))
     if not said:
         return []

@@ -379,6 +379,21 @@ def test_an_answer_about_a_name_no_source_holds_is_flagged() -> None:
     assert plain.unknown_names == [], "two letters and plain words name nothing"
 
 
+def test_an_acronym_of_the_question_is_a_word_not_a_name() -> None:
+    """Developers ask in acronyms their sources may not write ("POSTing a form", "the canonical URL"); an answer that
+    repeats them is not about something its sources do not cover. A name in words still is."""
+    source = ("A request was sent to this address, but routing issued a redirect to the canonical address. Send "
+              "requests to the canonical address, or use 307 or 308 for routing redirects. Otherwise, browsers will "
+              "drop form data.")
+    question = "In debug mode, POSTing a form to /submit raises an exception about a redirect to the canonical URL. Why?"
+    answer = ("In debug mode, POSTing a form raises an exception about a redirect to the canonical URL [1]. Use 307 or "
+              "308 for routing redirects [1].")
+    assert check_answer(answer, {1: source}, question=question).unknown_names == []
+    sydney = check_answer(answer.replace("In debug mode,", "At the Sydney office,"), {1: source},
+                          question=question.replace("In debug mode,", "At the Sydney office,"))
+    assert sydney.unknown_names == ["sydney"]
+
+
 def test_a_name_held_only_by_a_source_the_answer_does_not_cite_is_flagged() -> None:
     dc = ("The guest wireless network in the building is GSA Guest. The password changes monthly. To obtain the "
           "current password, type guest wifi into any room on Slack.")
@@ -396,18 +411,17 @@ def test_a_name_held_only_by_a_source_the_answer_does_not_cite_is_flagged() -> N
 def test_an_uncited_first_claim_is_judged_by_the_sources_that_support_it() -> None:
     """A model that forgets the marker of its first sentence is not wrong for it: the names of that sentence are
     looked for in the sources that support it, not only in those the later sentences cite."""
-    attribute_ = ("class MethodView(View):\n    def __init_subclass__(cls, **kwargs):\n        for key in "
-                  "method_names: ...\n        cls.methods = methods")
-    docs = ("Flask sets the HTTP methods the route accepts from the methods attribute of the class: methods is "
+    code = "    def __init_subclass__(cls, **kwargs):\n        for key in method_names: ...\n        cls.methods = methods"
+    docs = ("A MethodView sets the methods the route accepts from the methods attribute of the class: methods is "
             "set automatically from the methods defined on the class.")
     places = {1: "views.py — src/flask/views.py", 2: "Class-based Views — docs/views.rst"}
-    question = "For a class-based view that subclasses MethodView, how does Flask work out which HTTP methods the route accepts?"
-    answer = ("Flask works out which HTTP methods the route accepts from the methods attribute of the class. "
+    question = "For a class-based view that subclasses MethodView, how does Flask work out which methods the route accepts?"
+    answer = ("A MethodView works out which methods the route accepts from the methods attribute of the class. "
               "It is set from the methods defined in the class [1].")
-    check = check_answer(answer, {1: attribute_, 2: docs}, places, question)
-    assert check.unknown_names == [], "the uncited sentence stands on the docs, which speak of HTTP"
-    unheld = check_answer(answer, {1: attribute_, 2: "Views can be registered on blueprints."}, places, question)
-    assert unheld.unknown_names == ["http"], "no source that supports it, or is cited, holds the name"
+    check = check_answer(answer, {1: code, 2: docs}, places, question)
+    assert check.unknown_names == [], "the uncited sentence stands on the docs, which name MethodView"
+    unheld = check_answer(answer, {1: code, 2: "Views can be registered on blueprints."}, places, question)
+    assert unheld.unknown_names == ["methodview"], "no source that supports it, or is cited, holds the name"
 
 
 def test_a_how_many_question_answered_without_an_amount_is_flagged() -> None:
