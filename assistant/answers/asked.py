@@ -17,12 +17,12 @@ ACRONYM = re.compile(r"(?<![\w.])([A-Z]{2,})(?:s|es|ed|ing)?(?!\w|\.\w)")
 
 def unknown_names(question: str, claim: str, shown: list[str]) -> list[str]:
     """The names (capitalised words inside a sentence, identifiers, numbers with letters) that the question and
-    the answer's first claim both hold and none of `shown` does (the text and place of the sources the claim stands
-    on: `support.check_answer` passes those the answer cites, and those that support the claim when it cites
-    none): "the Wi-Fi password at the Sydney office is ..." over sources that never
-    name Sydney, and "the guest Wi-Fi password in the Chicago office ..." citing only the Washington DC page while
-    the Chicago page was shown too: the answer is about what its sources do not cover. Plain words never count,
-    however rare: people ask in words the documents do not use."""
+    the answer's first claim both hold and none of `shown` does (the text and place of the sources the claim
+    stands on; `support.check_answer` passes those the answer cites, and those that support the claim when it
+    cites none): "the Wi-Fi password at the Sydney office is ..." over sources that never name Sydney, and "the
+    guest Wi-Fi password in the Chicago office ..." citing only the Washington DC page while the Chicago page was
+    shown too: the answer is about what its sources do not cover. Plain words never count, however rare: people
+    ask in words the documents do not use."""
     # Two letters name nothing for sure ("OK", "IT", "HR" are words as often as names), and an acronym is a word
     # to whoever uses it ("POSTing a form", "the canonical URL", "HTTP methods"): names are written in words.
     acronyms = {u for m in ACRONYM.finditer(question) for u in units(m.group(1))}
