@@ -185,6 +185,7 @@ def _score(claim_units: frozenset[str], keys: frozenset[str], window: set[str]) 
     return found * key_share, found
 
 
+@lru_cache(maxsize=512)  # one answer scores a claim against a source in attribute, the check and its quotes
 def support(claim: str, source_text: str, place: str = "", asked: frozenset[str] = frozenset()) -> Support:
     """How well source_text, shown under `place`, supports claim, and the window of the text that does
     (see the module docstring). `asked`: the asker's own words (`asker_words`); a claim that repeats them is
