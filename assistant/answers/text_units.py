@@ -307,11 +307,16 @@ ANSWER_PARTICLE = re.compile(r"^\W*(?:yes|no|是的|不是|对|不)\s*[,，.。!
 CODE_NONE = re.compile(r"(?:\bis\s+(?:not\s+)?|->\s*|[=(\[,]\s*|\breturn\s+)None\b|\bNone(?=\s*(?:[),:\]=]|$))")
 
 
+# "Not" in a name written in capitals inside a sentence: "405 Method Not Allowed", "404 Not Found", "Do Not
+# Disturb". A name says what a thing is called; "not" in a sentence's words, or "NOT" for emphasis, still negates.
+TITLE_NOT = re.compile(r"(?:(?<=[\w,] )|(?<=[(\"'“‘`]))Not(?= [A-Z])")
+
+
 @lru_cache(maxsize=4096)
 def negated(text: str) -> bool:
-    """Whether the statement says no: it holds a negation cue once a leading yes/no and code's `None` values
-    (CODE_NONE) are set aside."""
-    text = CODE_NONE.sub(" ", text)
+    """Whether the statement says no: it holds a negation cue once a leading yes/no, code's `None` values
+    (CODE_NONE) and "Not" inside a name (TITLE_NOT) are set aside."""
+    text = TITLE_NOT.sub(" ", CODE_NONE.sub(" ", text))
     plain_text = unicodedata.normalize("NFKC", MARKER.sub(" ", text)).casefold()
     plain_text = ANSWER_PARTICLE.sub("", plain_text)
     return bool(NEGATION_EN.search(plain_text) or NEGATION_ZH.search(plain_text))

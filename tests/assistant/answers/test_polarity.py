@@ -1,5 +1,5 @@
-"""Polarity read from what a text says, not from code's values: Python's `None` (`-> None`, `is not None`) is no
-"no", while prose's "None of …" and "not" still are."""
+"""Polarity read from what a text says, not from code's values or names: Python's `None` (`-> None`, `is not None`)
+and the "Not" of a name ("405 Method Not Allowed") are no "no", while prose's "None of …" and "not" still are."""
 
 from __future__ import annotations
 
@@ -25,3 +25,17 @@ def test_a_claim_against_code_that_returns_none_is_not_contradicted() -> None:
     # the opposite said in the docstring's prose still is one
     against = support("DispatchingJinjaLoader does not look for templates in the blueprint folders.", LOADER_CHUNK)
     assert against.contradicted and not against.supported
+
+
+def test_not_inside_a_name_is_no_negation() -> None:
+    for name in ("a request with another method gets 405 Method Not Allowed.", "Flask returns 404 Not Found.",
+                 "The page shows “Not Found”.", "Set your status to Do Not Disturb."):
+        assert not negated(name), name
+    for prose in ("Not all users can delete messages.", "The user does NOT get access.", "It is not Allowed by policy."):
+        assert negated(prose), prose
+    source = ("def add_url_rule(self, rule, endpoint=None, view_func=None, **options):\n    \"\"\"Register a rule for "
+              "routing incoming requests. The methods argument defaults to GET; a request with another method gets 405 "
+              "Method Not Allowed.\"\"\"")
+    found = support("A request to the orders route gets a 405 because the methods argument of the rule defaults to GET.",
+                    source)
+    assert found.supported and not found.contradicted
