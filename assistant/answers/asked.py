@@ -1,32 +1,69 @@
 """Whether an answer is about what was asked, beyond whether its sources support it: a name of the question
-that none of the answer's sources holds (`unknown_names`), an amount asked for and not stated
-(`asks_quantity`, `states_quantity`), an answer whose words miss the question's topic (`off_topic`).
-Pure, no model; `support.check_answer` reports each."""
+that none of the answer's sources holds (`unknown_names`; the asker's own names of code are not such names,
+`own_names`), an amount asked for and not stated (`asks_quantity`, `states_quantity`), an answer whose words
+miss the question's topic (`off_topic`). Pure, no model; `support.check_answer` reports each."""
 
 from __future__ import annotations
 
 import re
 
 from assistant.answers.citations import MARKER
-from assistant.answers.text_units import LIST_ITEM, held_words, key_units, units
+from assistant.answers.text_units import LIST_ITEM, TOKEN, held_words, key_units, plain, units
 
 
 # A word in capitals, with a small inflection at most ("URLs", "POSTing").
 ACRONYM = re.compile(r"(?<![\w.])([A-Z]{2,})(?:s|es|ed|ing)?(?!\w|\.\w)")
 
 
-def unknown_names(question: str, claim: str, shown: list[str]) -> list[str]:
+# Where the asker introduces a thing of their own: "my view", "our app", "a route named", "我的项目".
+OWNER = re.compile(r"\b(?:my|our|called|named)\b|我的|我们的|咱们的", re.IGNORECASE)
+# The end of the phrase an owner word opens: a clause's punctuation before a space, or a dash between spaces.
+PHRASE_END = re.compile(r"[,;:?!，；：？！。](?:\s|$)|\s[-–—]\s")
+OWNED_WORDS = 3  # the words after an owner word that its phrase may name: "my project's `views.py` module"
+# A path or an address the asker writes: "/api/v2/orders", "./config/dev.py", "http://localhost:5000/login".
+PATH = re.compile(r"(?:\b[a-z][a-z0-9+.-]*://|(?<![\w.])(?:~|\.{1,2})?/)[^\s`'\"<>()\[\]]+", re.IGNORECASE)
+
+
+def own_names(question: str, new: frozenset[str]) -> frozenset[str]:
+    """The units of the names the asker introduces, with a unit in `new` (the question's units that no source
+    shown holds, `support.asker_words`): the paths and addresses the question writes ("/api/v2/orders",
+    "http://localhost:5000"), its acronyms ("sending JSON", see `unknown_names`), and the names of code (an underscore or a dot inside, a capital after the first
+    letter) among the OWNED_WORDS words after "my", "our", "called", "named" (我的, 我们的): "my `logout_user`
+    view", "our invoices.wsgi module", "a route named `show_invoice`". A developer names their own routes,
+    functions and modules when asking how a library treats them, and no document holds those. A name of code
+    the asker does not call theirs ("how does `flask.cache_manager` work in my app?") is the library's, which its
+    documents must hold; names written as words (Sydney, Tokyo, Kubernetes) are never the asker's."""
+    named = [m.group(0) for m in PATH.finditer(question)] + [m.group(1) for m in ACRONYM.finditer(question)]
+    for m in OWNER.finditer(question):
+        phrase = PHRASE_END.split(question[m.end():], maxsplit=1)[0]
+        for word in phrase.split()[:OWNED_WORDS]:
+            named.extend(t.group("word") for t in TOKEN.finditer(plain(word)) if t.group("word") and _code(t.group("word")))
+    out: set[str] = set()
+    for name in named:
+        parts = set(units(name))
+        if parts & new:
+            out.update(parts | key_units(name))
+    return frozenset(out)
+
+
+def _code(word: str) -> bool:
+    """Whether a word is written as code: an underscore or a dot inside, a capital after the first letter."""
+    return "_" in word or "." in word.strip(".") or any(c.isupper() for c in word[1:])
+
+
+def unknown_names(question: str, claim: str, shown: list[str], own: frozenset[str] = frozenset()) -> list[str]:
     """The names (capitalised words inside a sentence, identifiers, numbers with letters) that the question and
     the answer's first claim both hold and none of `shown` does (the text and place of the sources the claim
     stands on; `support.check_answer` passes those the answer cites, and those that support the claim when it
     cites none): "the Wi-Fi password at the Sydney office is ..." over sources that never name Sydney, and "the
     guest Wi-Fi password in the Chicago office ..." citing only the Washington DC page while the Chicago page was
     shown too: the answer is about what its sources do not cover. Plain words never count, however rare: people
-    ask in words the documents do not use."""
+    ask in words the documents do not use, and name their own code (`own`, see `own_names`)."""
     # Two letters name nothing for sure ("OK", "IT", "HR" are words as often as names), and an acronym is a word
     # to whoever uses it ("POSTing a form", "the canonical URL", "HTTP methods"): names are written in words.
     acronyms = {u for m in ACRONYM.finditer(question) for u in units(m.group(1))}
-    asked = {k for k in key_units(question) if not k[0].isdigit() and len(k) > 2} & set(units(question)) - acronyms
+    asked = ({k for k in key_units(question) if not k[0].isdigit() and len(k) > 2} & set(units(question))
+             - acronyms - own)
     said = asked & key_units(claim) & set(units(claim))
     if not said:
         return []

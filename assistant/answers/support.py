@@ -59,7 +59,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from assistant.answers.asked import asks_quantity, off_topic, states_quantity, unknown_names
+from assistant.answers.asked import asks_quantity, off_topic, own_names, states_quantity, unknown_names
 from assistant.answers.citations import MARKER
 from assistant.answers.name_swaps import swapped_name, swapped_number
 from assistant.answers.statements import NO_ANSWER, NOT_IN_DOCUMENTS, abstained, is_claim
@@ -186,16 +186,18 @@ def _score(claim_units: frozenset[str], keys: frozenset[str], window: set[str]) 
 
 
 @lru_cache(maxsize=512)  # one answer scores a claim against a source in attribute, the check and its quotes
-def support(claim: str, source_text: str, place: str = "", asked: frozenset[str] = frozenset()) -> Support:
+def support(claim: str, source_text: str, place: str = "", asked: frozenset[str] = frozenset(),
+            own: frozenset[str] = frozenset()) -> Support:
     """How well source_text, shown under `place`, supports claim, and the window of the text that does
     (see the module docstring). `asked`: the asker's own words (`asker_words`); a claim that repeats them is
-    judged on the rest."""
+    judged on the rest. `own`: those of them that name the asker's own code (`asked.own_names`), which a claim
+    may repeat as it repeats the asker's words, names though they are."""
     claim = LIST_ITEM.sub("", claim)
     claim_units = frozenset(units(claim))
     if not claim_units or not source_text.strip():
         return Support(0.0, False, -1, -1)
-    keys = key_units(claim) & claim_units
-    claim_units = _without_asker_words(claim_units, keys, asked)
+    keys = (key_units(claim) & claim_units) - own
+    claim_units = _without_asker_words(claim_units, keys, asked | own)
     segs = _segments(source_text)
     # Only the claim's units matter in a segment: small sets keep the window loop cheap.
     all_units = _segment_units(source_text)
@@ -281,6 +283,7 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
     """
     places = places or {}
     asked = asker_words(question, sources, places) if question else frozenset()
+    own = own_names(question, asked)  # the asker's names of their code, which no source shown holds
     checks: list[SentenceCheck] = []
     citations = supported_citations = 0
     any_supported = False
@@ -290,15 +293,15 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
         supports: dict[int, Support] = {}
         for n in sentence.cited:
             text = sources.get(n)
-            supports[n] = support(sentence.text, text, places.get(n, ""), asked) if text else Support(0.0, False, -1, -1)
+            supports[n] = support(sentence.text, text, places.get(n, ""), asked, own) if text else Support(0.0, False, -1, -1)
         ok = any(s.supported for s in supports.values()) if supports else None
-        if claim and ok is False and (by_clause := clause_supports(sentence.text, sentence.cited, sources, places, asked)):
+        if claim and ok is False and (by_clause := clause_supports(sentence.text, sentence.cited, sources, places, asked, own)):
             supports, ok = by_clause, True
         if claim:
             citations += len(supports)
             supported_citations += sum(s.supported for s in supports.values())
             any_supported = any_supported or bool(ok) or (
-                ok is None and any(support(sentence.text, t, places.get(m, ""), asked).supported for m, t in sources.items() if t)
+                ok is None and any(support(sentence.text, t, places.get(m, ""), asked, own).supported for m, t in sources.items() if t)
             )
         checks.append(SentenceCheck(sentence, claim, supports, ok))
     claims = [c for c in checks if c.claim]
@@ -314,24 +317,26 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
                                                                           for n in cited or sources]),
         contradicted=any(s.contradicted for c in claims for s in c.supports.values()),
         unknown_names=unknown_names(question, claims[0].sentence.text, [sources.get(n, "") + "\n" + places.get(n, "")
-                                                                        for n in _backing(claims[0], cited, sources, places, asked)])
+                                                                        for n in _backing(claims[0], cited, sources, places, asked, own)],
+                                    own)
         if claims and not said and question else [],
         no_quantity=bool(claims) and not said and asks_quantity(question) and not states_quantity([c.sentence.text for c in claims]),
     )
 
 
 def _backing(claim: SentenceCheck, cited: set[int], sources: dict[int, str], places: dict[int, str],
-             asked: frozenset[str]) -> set[int]:
+             asked: frozenset[str], own: frozenset[str]) -> set[int]:
     """The sources a claim stands on, for its names: those the answer cites, and, when this claim cites none, those
     that support it (a model that forgets a marker is not wrong for it); all sources shown when neither."""
     if claim.sentence.cited:
         return cited
-    supporting = {n for n, t in sources.items() if t and support(claim.sentence.text, t, places.get(n, ""), asked).supported}
+    supporting = {n for n, t in sources.items() if t and support(claim.sentence.text, t, places.get(n, ""), asked, own).supported}
     return (cited | supporting) or set(sources)
 
 
 def clause_supports(text: str, cited: list[int], sources: dict[int, str],
-                    places: dict[int, str], asked: frozenset[str] = frozenset()) -> dict[int, Support] | None:
+                    places: dict[int, str], asked: frozenset[str] = frozenset(),
+                    own: frozenset[str] = frozenset()) -> dict[int, Support] | None:
     """A sentence that joins facts of several places ("vLLM is 0.4.0.post1 [1], the driver 525.147.05 [2]"),
     judged clause by clause: supported when each clause that states something is supported by one of the
     sources the sentence cites (its own markers first); per source, the best support of a clause (None when
@@ -343,8 +348,8 @@ def clause_supports(text: str, cited: list[int], sources: dict[int, str],
     parts = [c for c in parts if MARKER.search(c) or any(u[0].isdigit() for u in key_units(c))] or parts
     best: dict[int, Support] = {}
     for part in parts:
-        own = [n for n in cited if f"[{n}]" in part.replace(" ", "")] or cited
-        found = {n: support(part, sources[n], places.get(n, ""), asked) for n in own if sources.get(n)}
+        marked = [n for n in cited if f"[{n}]" in part.replace(" ", "")] or cited
+        found = {n: support(part, sources[n], places.get(n, ""), asked, own) for n in marked if sources.get(n)}
         if not any(s.supported for s in found.values()):
             return None
         for n, s in found.items():

@@ -394,6 +394,48 @@ def test_an_acronym_of_the_question_is_a_word_not_a_name() -> None:
     assert sydney.unknown_names == ["sydney"]
 
 
+def test_a_name_of_code_the_asker_calls_theirs_is_their_word_not_the_documents() -> None:
+    """Developers name their own functions when they ask how a library treats them: "my `logout_user` view" is in
+    no document, and an answer that repeats it is still about what its source says. A name of code the asker does
+    not call theirs is the library's, which the source must hold; a name in words is never the asker's."""
+    source = ("def redirect(location: str, code: int = 302, Response: type[BaseResponse] | None = None) -> BaseResponse:\n"
+              '    """Create a redirect response object. If current_app is available, it will use its redirect method.\n'
+              "    :param code: The status code for the redirect.\n")
+    places = {1: "helpers.py — src/flask/helpers.py, lines 240-263"}
+    question = "What status code does redirect() send from my `logout_user` view when I don't pass one?"
+    answer = "When your `logout_user` view calls redirect() without a code, the status code for the redirect is 302 [1]."
+    mine = check_answer(answer, {1: source}, places, question)
+    assert mine.unknown_names == [] and not mine.unsupported
+    module = check_answer(answer.replace("`logout_user` view", "billing.views module"), {1: source}, places,
+                          question.replace("`logout_user` view", "billing.views module"))
+    assert module.unknown_names == [] and not module.unsupported, "a module of the asker's, named with a dot"
+    library = check_answer("Yes, `flask.cache_manager` does it: " + answer, {1: source}, places,
+                           "In my app, " + question.replace("my `logout_user` view", "a view") + " Does `flask.cache_manager` do it?")
+    assert library.unsupported or library.unknown_names, "a library name no source holds, in a first-person question"
+    sydney = check_answer(answer.replace("your `logout_user` view", "the Sydney office"), {1: source}, places,
+                          question.replace("my `logout_user` view", "my Sydney office"))
+    assert sydney.unknown_names == ["sydney"], "a name in words is never the asker's own"
+
+
+def test_the_paths_and_acronyms_of_the_question_are_the_askers() -> None:
+    """A route, an address or an acronym the asker writes ("/api/v2/orders", "localhost:5000", "JSON") is theirs:
+    an answer that repeats it is judged on the rest, as for the asker's words."""
+    source = ("def add_url_rule(self, rule, endpoint=None, view_func=None, **options):\n    \"\"\"Register a rule for "
+              "routing incoming requests. The methods argument defaults to GET; a request with another method gets 405 "
+              "Method Not Allowed.\"\"\"")
+    for question, answer in [
+        ("Why does sending JSON to /api/v2/orders return a 405 error?",
+         "Sending JSON to /api/v2/orders gets a 405 because the methods argument of the rule defaults to GET [1]."),
+        ("Why does http://localhost:5000/orders give me a 405 when I send a form to it?",
+         "A request to http://localhost:5000/orders gets a 405 because the methods argument of the rule defaults to GET [1]."),
+    ]:
+        check = check_answer(answer, {1: source}, {1: "scaffold.py — src/flask/sansio/scaffold.py"}, question)
+        assert not check.unsupported and check.unknown_names == [], question
+    other = check_answer("The methods argument defaults to POST for /api/v2/orders [1].", {1: source}, question=
+                         "What does the methods argument default to for /api/v2/orders?")
+    assert other.unsupported, "the rest of the claim still has to be what the source says"
+
+
 def test_a_name_held_only_by_a_source_the_answer_does_not_cite_is_flagged() -> None:
     dc = ("The guest wireless network in the building is GSA Guest. The password changes monthly. To obtain the "
           "current password, type guest wifi into any room on Slack.")
