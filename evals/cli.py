@@ -1,4 +1,4 @@
-"""`assistant bench serve|ingest|retrieval|budgets` and `assistant eval retrieval|questions|derive|answers|contrast|variants`: every flag of the
+"""`assistant bench serve|ingest|retrieval|budgets` and `assistant eval retrieval|questions|derive|answers|contrast|variants|own-names`: every flag of the
 measurement commands, in one place.
 
 Reaches the `assistant` command through the `assistant.commands` entry-point group, as the ingestion
@@ -15,7 +15,7 @@ from assistant.backends.registry import backend_names
 from assistant.cli import add_common
 from evals import (
     bench_budgets, bench_conversations, bench_ingest, bench_retrieval, bench_serve, contrast_pairs, eval_answers,
-    eval_commands, question_variants,
+    eval_commands, own_name_pairs, question_variants,
 )
 
 
@@ -46,6 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_eval_answers(eval_sub)
     add_eval_contrast(eval_sub)
     add_eval_variants(eval_sub)
+    add_eval_own_names(eval_sub)
 
 
 def add_bench_serve(sub: argparse._SubParsersAction) -> None:
@@ -223,3 +224,10 @@ def add_eval_variants(sub: argparse._SubParsersAction) -> None:
     v.add_argument("file", type=Path, help="JSON Lines questions (as `eval answers` reads them)")
     v.add_argument("--out", type=Path, required=True, help="the variants, JSON Lines")
     v.set_defaults(func=question_variants.run)
+
+
+def add_eval_own_names(sub: argparse._SubParsersAction) -> None:
+    o = add_common(sub.add_parser("own-names", help="the answer check on saved answers with a name of code put in: the "
+                                  "asker's own (kept) or a library's no source holds (flagged)"))
+    o.add_argument("reports", type=Path, nargs="+", help="reports written by `eval answers --out`")
+    o.set_defaults(func=own_name_pairs.run)

@@ -6,7 +6,9 @@ Each answerable question gives one variant of each kind (when the rule applies t
 - `synonym`: one word replaced by an everyday word for it that documents seldom use (a fixed table of
   common words, not taken from any question set);
 - `run_on`: lower case, no punctuation;
-- `story`: the question after a sentence about the asker's situation.
+- `story`: the question after a sentence about the asker's situation;
+- `own_name`: the question asked of a thing of the asker's that no document names ("In my `load_invoice`
+  function, ...", "In my `order_tracker.xlsx` spreadsheet, ..."; code for a question about a code file).
 
 A variant keeps the question's `source` and `answer_facts`, and says its `variant` kind and the question it
 came `from`, so that `assistant eval answers` reports false abstentions and facts per kind. The split is the
@@ -22,8 +24,9 @@ import re
 import sys
 
 from evals.eval_answers import split_of
+from evals.own_name_pairs import STYLES, name_of
 
-KINDS = ("first_person", "typo", "synonym", "run_on", "story")
+KINDS = ("first_person", "typo", "synonym", "run_on", "story", "own_name")
 # Everyday words for words documents use (the left side as the documents say it).
 SYNONYMS = {
     "employee": "staffer", "employees": "staff", "vacation": "holiday", "reimbursed": "paid back",
@@ -76,7 +79,23 @@ def story(q: str) -> str:
     return _pick(STORIES, q).format(q=q)
 
 
-RULES = {"first_person": first_person, "typo": typo, "synonym": synonym, "run_on": run_on, "story": story}
+CODE_FILE = re.compile(r"\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|kt|rb|php|c|cc|cpp|h|hpp|cs|swift|scala|sh)$")
+CODE_WORDS = re.compile(r"`|\w\(\)|[a-z]_[a-z]|[a-z]\.[a-z]|[a-z][A-Z]")  # a question that names code
+
+
+def own_name(q: str, source: str = "") -> str:
+    """The question asked of a thing of the asker's: a function, module or class for a question about code (its
+    source a code file, or code named in it), a spreadsheet otherwise."""
+    if CODE_FILE.search(source) or CODE_WORDS.search(q):
+        style = _pick(STYLES, q)
+        thing = f"`{name_of(q, style)}` {style}"
+    else:
+        thing = f"`{name_of(q, 'function').split('_')[1]}_tracker.xlsx` spreadsheet"
+    return f"In my {thing}, {q[0].lower() + q[1:] if q[:2] != 'I ' else q}"
+
+
+RULES = {"first_person": first_person, "typo": typo, "synonym": synonym, "run_on": run_on, "story": story,
+         "own_name": own_name}
 
 
 def variants(rows: list[dict]) -> list[dict]:
@@ -87,7 +106,7 @@ def variants(rows: list[dict]) -> list[dict]:
             continue
         question = str(row["question"]).strip()
         for kind, rule in RULES.items():
-            text = rule(question)
+            text = own_name(question, str(row.get("source") or "")) if kind == "own_name" else rule(question)
             if text and text != question:
                 out.append({**row, "question": text, "variant": kind, "from": row.get("id") or question,
                             "split": row.get("split") or split_of(question)})

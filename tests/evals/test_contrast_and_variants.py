@@ -1,12 +1,12 @@
 """Evaluation sets made by a method: claim/source contrast pairs for the answer check, questions reworded the
-ways people ask, and the one-line headline of an answers report."""
+ways people ask, saved answers with a name of code put in, and the one-line headline of an answers report."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from evals import contrast_pairs, question_variants
+from evals import contrast_pairs, own_name_pairs, question_variants
 from evals.eval_answers import headline, outcome
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ def test_contrast_pairs_of_chinese_reports_are_judged_by_kind_and_language():
         assert report["by_kind"][kind]["zh"]["pairs"] >= 5
 
 
-def test_each_answerable_question_is_reworded_five_ways(tmp_path):
+def test_each_answerable_question_is_reworded_six_ways(tmp_path):
     rows = [{"id": "a", "question": "How many vacation days does a new employee get?", "source": "leave.md",
              "answer_facts": ["13"]},
             {"id": "b", "question": "What is the Wi-Fi password in Sydney?", "unanswerable": True}]
@@ -51,10 +51,38 @@ def test_each_answerable_question_is_reworded_five_ways(tmp_path):
     assert "I've" in by_kind["first_person"] or "I'm" in by_kind["first_person"]
     assert by_kind["run_on"] == "how many vacation days does a new employee get"
     assert "staffer" in by_kind["synonym"] and by_kind["typo"] != rows[0]["question"]
+    assert by_kind["own_name"].startswith("In my `") and "spreadsheet, how many vacation days" in by_kind["own_name"]
+    code = question_variants.variants([{"question": "What does `send_file` return?", "source": "src/flask/helpers.py"}])
+    assert next(r for r in code if r["variant"] == "own_name")["question"].split("`")[2].split(",")[0].strip() in \
+        own_name_pairs.STYLES, "a question about code is asked of a function, module or class of the asker's"
     out = tmp_path / "variants.jsonl"
     args = type("Args", (), {"file": tmp_path / "q.jsonl", "out": out})()
     args.file.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
     assert question_variants.run(args) == 0 and len(out.read_text().splitlines()) == len(made)
+
+
+def test_saved_answers_with_a_name_of_code_put_in(tmp_path):
+    """A kept answer gives, per style of name, an `own` pair (the asker's name, to keep) and a `library` pair (a
+    name of code the asker does not call theirs and no source holds, to flag); a replaced answer gives none."""
+    source = ("def redirect(location: str, code: int = 302) -> BaseResponse:\n"
+              '    """Create a redirect response object.\n    :param code: The status code for the redirect.\n')
+    kept = {"question": "What status code does redirect() send when I don't pass one?", "unanswerable": False,
+            "model_text": "Without a code, the status code for the redirect is 302 [1].",
+            "prompt_sources": [{"n": 1, "path": "src/flask/helpers.py", "place": "helpers.py — src/flask/helpers.py",
+                                "text": source}]}
+    made = own_name_pairs.pairs_of(kept)
+    assert [k for k, _, _ in made].count("own") == 4 and [k for k, _, _ in made].count("library") == 4
+    own = [q for k, q, _ in made if k == "own"][1]
+    assert own.startswith("In my `") and own.endswith("when I don't pass one?")
+    assert own_name_pairs.pairs_of({**kept, "model_text": "The documents do not say."}) == []
+    result = own_name_pairs.agreement([kept])
+    assert result == {"own": {"pairs": 4, "agreement": 1.0}, "library": {"pairs": 4, "agreement": 1.0}}
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"details": [kept]}), encoding="utf-8")
+    args = type("Args", (), {"reports": [report]})()
+    assert own_name_pairs.run(args) == 0
+    args.reports = [tmp_path / "missing.json"]
+    assert own_name_pairs.run(args) == 2
 
 
 def test_the_headline_counts_outcomes_and_the_crag_score():
