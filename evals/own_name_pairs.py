@@ -72,7 +72,8 @@ def pairs_of(detail: dict) -> list[tuple[str, str, str]]:
     before, first = attributed.answer[:start], attributed.answer[start:]
     function = name_of(question, "function")
     route = "/billing/" + name_of(question, "module").split(".")[1]
-    out = [("own", f"When I call `{route}`, {_lower_first(question)}", f"{before}When you call `{route}`, {_lower_first(first)}"),
+    out = [("own", f"When I call `{route}`, {_lower_first(question)}",
+            f"{before}When you call `{route}`, {_lower_first(first)}"),
            ("library", f"In my app, {_lower_first(question)} Does `flask.{function}` do it?",
             f"{before}Yes, `flask.{function}` does it: {_lower_first(first)}")]
     for style in STYLES:

@@ -1,5 +1,5 @@
 """Whether an answer is about what was asked, beyond whether its sources support it: a name of the question
-that none of the answer's sources holds (`unknown_names`; the asker's own names of code are not such names,
+that none of the answer's sources holds (`unknown_names`; the names the asker introduces are not such names,
 `own_names`), an amount asked for and not stated (`asks_quantity`, `states_quantity`), an answer whose words
 miss the question's topic (`off_topic`). Pure, no model; `support.check_answer` reports each."""
 
@@ -27,9 +27,9 @@ PATH = re.compile(r"(?:\b[a-z][a-z0-9+.-]*://|(?<![\w.])(?:~|\.{1,2})?/)[^\s`'\"
 def own_names(question: str, new: frozenset[str]) -> frozenset[str]:
     """The units of the names the asker introduces, with a unit in `new` (the question's units that no source
     shown holds, `support.asker_words`): the paths and addresses the question writes ("/api/v2/orders",
-    "http://localhost:5000"), its acronyms ("sending JSON", see `unknown_names`), and the names of code (an underscore or a dot inside, a capital after the first
-    letter) among the OWNED_WORDS words after "my", "our", "called", "named" (我的, 我们的): "my `logout_user`
-    view", "our invoices.wsgi module", "a route named `show_invoice`". A developer names their own routes,
+    "http://localhost:5000"), its acronyms ("sending JSON", see `unknown_names`), and the names of code (`_code`)
+    among the OWNED_WORDS words after "my", "our", "called", "named" (我的, 我们的): "my `logout_user` view", "our
+    invoices.wsgi module", "a route named `show_invoice`". A developer names their own routes,
     functions and modules when asking how a library treats them, and no document holds those. A name of code
     the asker does not call theirs ("how does `flask.cache_manager` work in my app?") is the library's, which its
     documents must hold; names written as words (Sydney, Tokyo, Kubernetes) are never the asker's."""
@@ -37,7 +37,7 @@ def own_names(question: str, new: frozenset[str]) -> frozenset[str]:
     for m in OWNER.finditer(question):
         phrase = PHRASE_END.split(question[m.end():], maxsplit=1)[0]
         for word in phrase.split()[:OWNED_WORDS]:
-            named.extend(t.group("word") for t in TOKEN.finditer(plain(word)) if t.group("word") and _code(t.group("word")))
+            named.extend(w for t in TOKEN.finditer(plain(word)) if (w := t.group("word")) and _code(w))
     out: set[str] = set()
     for name in named:
         parts = set(units(name))
@@ -58,7 +58,7 @@ def unknown_names(question: str, claim: str, shown: list[str], own: frozenset[st
     cites none): "the Wi-Fi password at the Sydney office is ..." over sources that never name Sydney, and "the
     guest Wi-Fi password in the Chicago office ..." citing only the Washington DC page while the Chicago page was
     shown too: the answer is about what its sources do not cover. Plain words never count, however rare: people
-    ask in words the documents do not use, and name their own code (`own`, see `own_names`)."""
+    ask in words the documents do not use, and introduce names of their own (`own`, see `own_names`)."""
     # Two letters name nothing for sure ("OK", "IT", "HR" are words as often as names), and an acronym is a word
     # to whoever uses it ("POSTing a form", "the canonical URL", "HTTP methods"): names are written in words.
     acronyms = {u for m in ACRONYM.finditer(question) for u in units(m.group(1))}

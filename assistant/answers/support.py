@@ -36,8 +36,9 @@ with `support()`:
    claim with the source's sentence most like it (`name_swaps.swapped_name`); so is a number put in place of
    another that the sentence states elsewhere (`swapped_number`, contradicted). With the question known
    (`check_answer`), the words of it that no source shown holds (the asker's own) are left out of a claim's
-   units, names and numbers kept, when at least half of its units remain: an answer that repeats the question
-   is judged on what it adds.
+   units, names and numbers kept (but for the names the asker introduces, `asked.own_names`: "my `logout_user`
+   view", "/api/v2/orders"), when at least half of its units remain: an answer that repeats the question is
+   judged on what it adds.
 5. The best window (highest score, then most units found, then the shortest, then the first) is
    the supporting span (-1, -1 when no unit is found anywhere); the claim is supported when the score
    is at least SUPPORT_THRESHOLD, chosen on the hand-labelled pairs of
@@ -190,8 +191,8 @@ def support(claim: str, source_text: str, place: str = "", asked: frozenset[str]
             own: frozenset[str] = frozenset()) -> Support:
     """How well source_text, shown under `place`, supports claim, and the window of the text that does
     (see the module docstring). `asked`: the asker's own words (`asker_words`); a claim that repeats them is
-    judged on the rest. `own`: those of them that name the asker's own code (`asked.own_names`), which a claim
-    may repeat as it repeats the asker's words, names though they are."""
+    judged on the rest. `own`: the names the asker introduces (`asked.own_names`: "my `logout_user` view",
+    "/api/v2/orders"), which a claim may repeat as it repeats the asker's words, names though they are."""
     claim = LIST_ITEM.sub("", claim)
     claim_units = frozenset(units(claim))
     if not claim_units or not source_text.strip():
@@ -283,7 +284,7 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
     """
     places = places or {}
     asked = asker_words(question, sources, places) if question else frozenset()
-    own = own_names(question, asked)  # the asker's names of their code, which no source shown holds
+    own = own_names(question, asked)  # names the asker introduces, which no source shown holds
     checks: list[SentenceCheck] = []
     citations = supported_citations = 0
     any_supported = False
@@ -293,20 +294,25 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
         supports: dict[int, Support] = {}
         for n in sentence.cited:
             text = sources.get(n)
-            supports[n] = support(sentence.text, text, places.get(n, ""), asked, own) if text else Support(0.0, False, -1, -1)
+            supports[n] = (support(sentence.text, text, places.get(n, ""), asked, own) if text
+                           else Support(0.0, False, -1, -1))
         ok = any(s.supported for s in supports.values()) if supports else None
-        if claim and ok is False and (by_clause := clause_supports(sentence.text, sentence.cited, sources, places, asked, own)):
+        by_clause = (clause_supports(sentence.text, sentence.cited, sources, places, asked, own)
+                     if claim and ok is False else None)
+        if by_clause:
             supports, ok = by_clause, True
         if claim:
             citations += len(supports)
             supported_citations += sum(s.supported for s in supports.values())
             any_supported = any_supported or bool(ok) or (
-                ok is None and any(support(sentence.text, t, places.get(m, ""), asked, own).supported for m, t in sources.items() if t)
+                ok is None and any(support(sentence.text, t, places.get(m, ""), asked, own).supported
+                                   for m, t in sources.items() if t)
             )
         checks.append(SentenceCheck(sentence, claim, supports, ok))
     claims = [c for c in checks if c.claim]
     said = abstained(answer, sentences)
     cited = {n for c in claims for n in c.sentence.cited}
+    backing = _backing(claims[0], cited, sources, places, asked, own) if claims and not said and question else None
     return AnswerCheck(
         sentences=checks,
         citation_precision=round(supported_citations / citations, 4) if citations else None,
@@ -316,10 +322,9 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
         off_topic=bool(claims) and not said and off_topic(question, answer, [sources.get(n, "") + "\n" + places.get(n, "")
                                                                           for n in cited or sources]),
         contradicted=any(s.contradicted for c in claims for s in c.supports.values()),
-        unknown_names=unknown_names(question, claims[0].sentence.text, [sources.get(n, "") + "\n" + places.get(n, "")
-                                                                        for n in _backing(claims[0], cited, sources, places, asked, own)],
-                                    own)
-        if claims and not said and question else [],
+        unknown_names=unknown_names(question, claims[0].sentence.text,
+                                    [sources.get(n, "") + "\n" + places.get(n, "") for n in backing], own)
+        if backing is not None else [],
         no_quantity=bool(claims) and not said and asks_quantity(question) and not states_quantity([c.sentence.text for c in claims]),
     )
 
@@ -330,7 +335,8 @@ def _backing(claim: SentenceCheck, cited: set[int], sources: dict[int, str], pla
     that support it (a model that forgets a marker is not wrong for it); all sources shown when neither."""
     if claim.sentence.cited:
         return cited
-    supporting = {n for n, t in sources.items() if t and support(claim.sentence.text, t, places.get(n, ""), asked, own).supported}
+    supporting = {n for n, t in sources.items()
+                  if t and support(claim.sentence.text, t, places.get(n, ""), asked, own).supported}
     return (cited | supporting) or set(sources)
 
 
