@@ -8,7 +8,7 @@ import re
 
 from assistant.answers.text_units import clauses, negated, units
 
-CONDITION = re.compile(r"(?:^|\s)(?:if|unless)\b|如果|假如|除非", re.IGNORECASE)
+CONDITION = re.compile(r"\b(?:if|unless|when|whenever)\b|如果|假如|除非", re.IGNORECASE)
 
 
 def stated_clauses(text: str) -> tuple[list[str], list[str]]:
@@ -35,8 +35,8 @@ def contradicts(claim: str, source_text: str, segs: tuple[tuple[int, int], ...],
     every sentence of the window (the one holding most of the claim's words may list the things, "a monitor,
     keyboard, mouse", and the next say what is not provided): two clauses that are each other's best match and
     share at least half of the shorter one's units, one negated and the other not. What a clause states and its
-    "if"/"unless" condition are compared apart (`stated_clauses`): "raises a RuntimeError if it has no static
-    folder" states no negation against `raise RuntimeError(...)`."""
+    "if"/"unless"/"when" condition are compared apart (`stated_clauses`): "raises a RuntimeError if it has no
+    static folder" states no negation against `raise RuntimeError(...)`."""
     first, last = window
     stated, conditions = stated_clauses(claim)
     theirs = [stated_clauses(source_text[start:end]) for start, end in segs[first:last + 1]]

@@ -332,6 +332,11 @@ def test_a_negated_condition_is_compared_with_conditions_not_with_the_statement(
     assert support("Call the help desk if your laptop does not start [1].", rule).supported
     assert support("Call the help desk if your laptop starts [1].", rule).contradicted
     assert support("Do not call the help desk if your laptop does not start [1].", rule).contradicted
+    # "when" and "whenever" open a condition too, after markup as well as after a space
+    assert support("A blueprint raises a RuntimeError when it has no static folder [1].", code).supported
+    feedback = "**Whenever you are offered feedback, it can be jarring even when you are prepared for it**."
+    assert support("Whenever you are not offered feedback, it can be jarring even when you are prepared for it.",
+                   feedback).contradicted
 
 
 def test_a_clause_of_the_other_polarity_elsewhere_in_the_sentence_is_no_contradiction() -> None:
