@@ -10,6 +10,10 @@ Each answerable question gives one variant of each kind (when the rule applies t
 - `own_name`: the question asked of a thing of the asker's that no document names ("In my `load_invoice`
   function, ...", "In my `order_tracker.xlsx` spreadsheet, ..."; code for a question about a code file).
 
+A question in Chinese gets the same kinds in Chinese: frames and stories in Chinese, a typo of the characters
+input methods put for each other (的/得/地, 在/再, 做/作), a synonym from a table of everyday Chinese words
+(报销 → 报账, 电脑 → 笔记本, ...), "在我的 `load_invoice` 函数里，..." for its own name.
+
 A variant keeps the question's `source` and `answer_facts`, and says its `variant` kind and the question it
 came `from`, so that `assistant eval answers` reports false abstentions and facts per kind. The split is the
 original question's.
@@ -23,6 +27,7 @@ import json
 import re
 import sys
 
+from assistant.answers.text_units import language_of
 from evals.eval_answers import split_of
 from evals.own_name_pairs import STYLES, name_of
 
@@ -45,17 +50,36 @@ STORIES = (
     "I just started last month and nobody on my team knows. {q}",
 )
 WORD = re.compile(r"[A-Za-z]{5,}")
+# The same, for a question in Chinese.
+ZH_FRAMES = ("我想问一下，{q}", "请问一下，{q}")
+ZH_STORIES = ("我刚入职一个月，组里的人也不太清楚。{q}", "我的情况有点特殊，主管也拿不准。{q}")
+ZH_SYNONYMS = {
+    "报销": "报账", "审批": "批", "电脑": "笔记本", "同事": "同组的人", "补贴": "补助", "年假": "带薪假",
+    "发布": "上线", "配置": "设置", "申请": "提", "远程办公": "在家上班", "密码": "口令", "多长时间": "多久",
+    "经理": "领导", "工资": "薪水", "合并": "合进去", "要求": "规定",
+}
+# The characters Chinese input methods put for each other most often (的/得/地, 在/再, 做/作).
+ZH_TYPOS = (("的", "得"), ("在", "再"), ("做", "作"), ("得", "的"), ("地", "的"), ("再", "在"), ("作", "做"))
+ZH_THINGS = {"function": "函数", "module": "模块", "class": "类"}
 
 
 def _pick(items: tuple[str, ...], text: str) -> str:
     return items[hashlib.sha256(text.encode()).digest()[0] % len(items)]
 
 
+def _zh(q: str) -> bool:
+    return language_of(q) == "zh"
+
+
 def first_person(q: str) -> str:
+    if _zh(q):
+        return _pick(ZH_FRAMES, q).format(q=q)
     return _pick(FRAMES, q).format(q=q[0].lower() + q[1:] if q[:2] != "I " else q)
 
 
 def typo(q: str) -> str | None:
+    if _zh(q):
+        return next((q.replace(a, b, 1) for a, b in ZH_TYPOS if a in q), None)
     words = sorted(WORD.findall(q), key=lambda w: (-len(w), w))
     if not words:
         return None
@@ -65,6 +89,8 @@ def typo(q: str) -> str | None:
 
 
 def synonym(q: str) -> str | None:
+    if _zh(q):
+        return next((q.replace(word, other, 1) for word, other in ZH_SYNONYMS.items() if word in q), None)
     for word, other in SYNONYMS.items():
         if re.search(rf"\b{word}\b", q, re.I):
             return re.sub(rf"\b{word}\b", other, q, count=1, flags=re.I)
@@ -76,7 +102,7 @@ def run_on(q: str) -> str:
 
 
 def story(q: str) -> str:
-    return _pick(STORIES, q).format(q=q)
+    return _pick(ZH_STORIES if _zh(q) else STORIES, q).format(q=q)
 
 
 CODE_FILE = re.compile(r"\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|kt|rb|php|c|cc|cpp|h|hpp|cs|swift|scala|sh)$")
@@ -86,12 +112,12 @@ CODE_WORDS = re.compile(r"`|\w\(\)|[a-z]_[a-z]|[a-z]\.[a-z]|[a-z][A-Z]")  # a qu
 def own_name(q: str, source: str = "") -> str:
     """The question asked of a thing of the asker's: a function, module or class for a question about code (its
     source a code file, or code named in it), a spreadsheet otherwise."""
-    if CODE_FILE.search(source) or CODE_WORDS.search(q):
-        style = _pick(STYLES, q)
-        thing = f"`{name_of(q, style)}` {style}"
-    else:
-        thing = f"`{name_of(q, 'function').split('_')[1]}_tracker.xlsx` spreadsheet"
-    return f"In my {thing}, {q[0].lower() + q[1:] if q[:2] != 'I ' else q}"
+    code = bool(CODE_FILE.search(source) or CODE_WORDS.search(q))
+    style = _pick(STYLES, q)
+    name = f"`{name_of(q, style)}`" if code else f"`{name_of(q, 'function').split('_')[1]}_tracker.xlsx`"
+    if _zh(q):
+        return f"在我的 {name} {ZH_THINGS[style] if code else '表格'}里，{q}"
+    return f"In my {name} {style if code else 'spreadsheet'}, {q[0].lower() + q[1:] if q[:2] != 'I ' else q}"
 
 
 RULES = {"first_person": first_person, "typo": typo, "synonym": synonym, "run_on": run_on, "story": story,

@@ -61,6 +61,17 @@ def test_each_answerable_question_is_reworded_six_ways(tmp_path):
     assert question_variants.run(args) == 0 and len(out.read_text().splitlines()) == len(made)
 
 
+def test_a_chinese_question_is_reworded_in_chinese():
+    made = question_variants.variants([{"question": "出差去一线城市，酒店每晚最多能报销多少钱？", "answer_facts": ["800"]}])
+    by_kind = {r["variant"]: r["question"] for r in made}
+    assert set(by_kind) == {"first_person", "synonym", "run_on", "story", "own_name"}  # no 的/在/做 to mistype
+    assert by_kind["first_person"].endswith("出差去一线城市，酒店每晚最多能报销多少钱？") and "I" not in by_kind["first_person"]
+    assert "报账" in by_kind["synonym"] and by_kind["run_on"] == "出差去一线城市 酒店每晚最多能报销多少钱"
+    assert by_kind["own_name"].startswith("在我的 `") and "表格里，" in by_kind["own_name"]
+    typo = question_variants.variants([{"question": "入职第一天要先配置什么才能访问内部的 GitLab？"}])
+    assert next(r["question"] for r in typo if r["variant"] == "typo") == "入职第一天要先配置什么才能访问内部得 GitLab？"
+
+
 def test_saved_answers_with_a_name_of_code_put_in(tmp_path):
     """A kept answer gives, per style of name, an `own` pair (the asker's name, to keep) and a `library` pair (a
     name of code the asker does not call theirs and no source holds, to flag); a replaced answer gives none."""
