@@ -9,6 +9,13 @@ import re
 from assistant.answers.text_units import clauses, negated, units
 
 CONDITION = re.compile(r"\b(?:if|unless|when|whenever)\b|如果|假如|除非", re.IGNORECASE)
+# A bound: "no more than 4 hours", "must not exceed $800", 不超过 800 元, 不晚于. Against a clause that states the
+# value without comparing ("the RTO is 4 hours", "RTO 目标是 4 小时") it agrees; against the comparison without the
+# "not" ("more than 4 hours", 超过 800 元) it is the opposite.
+BOUND = re.compile(r"\b(?:no|not)\s+(?:more|less|later|earlier|fewer|greater|longer|higher|lower)\s+than\b"
+                   r"|\bnot\s+(?:to\s+)?exceed|(?:不|没有?)(?=超过|高于|低于|多于|大于|小于|晚于|早于)", re.IGNORECASE)
+COMPARED = re.compile(r"\b(?:more|less|later|earlier|fewer|greater|longer|higher|lower)\s+than\b|\bexceed"
+                      r"|超过|高于|低于|多于|大于|小于|晚于|早于", re.IGNORECASE)
 
 
 def stated_clauses(text: str) -> tuple[list[str], list[str]]:
@@ -56,6 +63,13 @@ def _flipped(ours: list[str], theirs: list[str]) -> bool:
         for j, (d, v) in enumerate(other):
             mutual = shared[i][j] == max(shared[i]) == max(row[j] for row in shared)
             enough = shared[i][j] >= max(1, min(len(u), len(v)) / 2)
-            if mutual and enough and negated(c) != negated(d):
+            if mutual and enough and negated(c) != negated(d) and not _bound_against_value(c, d):
                 return True
     return False
+
+
+def _bound_against_value(one: str, other: str) -> bool:
+    """Whether one of two clauses is negated only by a bound ("不超过 4 小时") and the other compares nothing ("4
+    小时"): a limit and the value it limits say the same."""
+    bound, value = (one, other) if negated(one) else (other, one)
+    return bool(BOUND.search(bound)) and not negated(BOUND.sub(" ", bound)) and not COMPARED.search(value)

@@ -39,3 +39,14 @@ def test_not_inside_a_name_is_no_negation() -> None:
     found = support("A request to the orders route gets a 405 because the methods argument of the rule defaults to GET.",
                     source)
     assert found.supported and not found.contradicted
+
+
+def test_a_bound_agrees_with_the_value_it_limits_and_not_with_the_opposite_comparison() -> None:
+    """"RTO 不超过 4 小时" and "RTO 目标是 4 小时" say the same; "超过 5000 元" against "不超过 5000 元" does not."""
+    source = "目标是 RPO 不超过 24 小时，RTO 不超过 4 小时。"
+    assert support("RTO 目标是 4 小时。", source).supported
+    approval = "金额不超过 5000 元由 manager 审批。"
+    assert support("金额超过 5000 元由 manager 审批。", approval).contradicted
+    stay = "A stay in a hotel must not exceed 30 days."
+    assert support("A stay in a hotel is 30 days at most.", stay).supported
+    assert support("A stay in a hotel must exceed 30 days.", stay).contradicted
