@@ -22,18 +22,25 @@ PHRASE_END = re.compile(r"[,;:?!，；：？！。](?:\s|$)|\s[-–—]\s")
 OWNED_WORDS = 3  # the words after an owner word that its phrase may name: "my project's `views.py` module"
 # A path or an address the asker writes: "/api/v2/orders", "./config/dev.py", "http://localhost:5000/login".
 PATH = re.compile(r"(?:\b[a-z][a-z0-9+.-]*://|(?<![\w.])(?:~|\.{1,2})?/)[^\s`'\"<>()\[\]]+", re.IGNORECASE)
+# The code the asker pastes: a fenced block, or a span in backticks.
+CODE = re.compile(r"```[^\n]*\n(.*?)(?:```|$)|`([^`\n]+)`", re.DOTALL)
+# What pasted code names for itself: a string it writes ('show_invoice', "/orders") and what it defines.
+PASTED = re.compile(r"(['\"])([^'\"\n]{1,80})\1|\b(?:def|class)\s+(\w+)|^[ \t]*(\w+)\s*=(?!=)", re.MULTILINE)
 
 
 def own_names(question: str, new: frozenset[str]) -> frozenset[str]:
     """The units of the names the asker introduces, with a unit in `new` (the question's units that no source
     shown holds, `support.asker_words`): the paths and addresses the question writes ("/api/v2/orders",
-    "http://localhost:5000"), its acronyms ("sending JSON", see `unknown_names`), and the names of code (`_code`)
+    "http://localhost:5000"), its acronyms ("sending JSON", see `unknown_names`), the names of code (`_code`)
     among the OWNED_WORDS words after "my", "our", "called", "named" (我的, 我们的): "my `logout_user` view", "our
-    invoices.wsgi module", "a route named `show_invoice`". A developer names their own routes,
+    invoices.wsgi module", "a route named `show_invoice`", and what the code it pastes writes as a string or
+    defines (`url_for('show_invoice')`, `def create_order():`). A developer names their own routes,
     functions and modules when asking how a library treats them, and no document holds those. A name of code
     the asker does not call theirs ("how does `flask.cache_manager` work in my app?") is the library's, which its
     documents must hold; names written as words (Sydney, Tokyo, Kubernetes) are never the asker's."""
     named = [m.group(0) for m in PATH.finditer(question)] + [m.group(1) for m in ACRONYM.finditer(question)]
+    for code in CODE.finditer(question):
+        named.extend(next(g for g in p.groups()[1:] if g) for p in PASTED.finditer(code.group(1) or code.group(2)))
     for m in OWNER.finditer(question):
         phrase = PHRASE_END.split(question[m.end():], maxsplit=1)[0]
         for word in phrase.split()[:OWNED_WORDS]:

@@ -422,9 +422,10 @@ def test_a_name_of_code_the_asker_calls_theirs_is_their_word_not_the_documents()
     assert sydney.unknown_names == ["sydney"], "a name in words is never the asker's own"
 
 
-def test_the_paths_and_acronyms_of_the_question_are_the_askers() -> None:
-    """A route, an address or an acronym the asker writes ("/api/v2/orders", "localhost:5000", "JSON") is theirs:
-    an answer that repeats it is judged on the rest, as for the asker's words."""
+def test_the_paths_acronyms_and_pasted_code_of_the_question_are_the_askers() -> None:
+    """A route, an address or an acronym the asker writes ("/api/v2/orders", "localhost:5000", "JSON"), and what the
+    code they paste defines (`def create_order():`), is theirs: an answer that repeats it is judged on the rest, as
+    for the asker's words."""
     source = ("def add_url_rule(self, rule, endpoint=None, view_func=None, **options):\n    \"\"\"Register a rule for "
               "routing incoming requests. The methods argument defaults to GET; a request with another method gets 405 "
               "Method Not Allowed.\"\"\"")
@@ -436,6 +437,11 @@ def test_the_paths_and_acronyms_of_the_question_are_the_askers() -> None:
     ]:
         check = check_answer(answer, {1: source}, {1: "scaffold.py — src/flask/sansio/scaffold.py"}, question)
         assert not check.unsupported and check.unknown_names == [], question
+    pasted = ("Why does this return a 405 error?\n```python\n@app.route('/orders')\ndef create_order():\n"
+              "    return request.get_json()\n```")
+    check = check_answer("Your `create_order` view gets a 405 because the methods argument of the rule defaults to "
+                         "GET [1].", {1: source}, {1: "scaffold.py — src/flask/sansio/scaffold.py"}, pasted)
+    assert not check.unsupported and check.unknown_names == [], "what pasted code defines is the asker's"
     other = check_answer("The methods argument defaults to POST for /api/v2/orders [1].", {1: source}, question=
                          "What does the methods argument default to for /api/v2/orders?")
     assert other.unsupported, "the rest of the claim still has to be what the source says"
