@@ -3,11 +3,12 @@
 Developers name their own functions, modules, classes and routes when they ask how a library treats them, and a
 small model repeats those names in its answer; no document holds them. From every answer of `eval answers`
 reports that the check keeps (answerable, not abstained, nothing flagged), two pairs per style of name (a
-function in snake case, a dotted module, a CamelCase class, a route; the name drawn from fixed word lists by the
-question's hash):
+function in snake case, a dotted module, a CamelCase class, a route, a view in code pasted under the question;
+the name drawn from fixed word lists by the question's hash):
 
 - `own`: the question opens "In my `load_invoice` function, ..." (a route: "When I call `/billing/invoices`,
-  ...") and the answer's first sentence "In your `load_invoice` function, ..." ("When you call ...") (the check
+  ..."; pasted code: the question followed by a block defining `load_invoice()`) and the answer's first sentence
+  "In your `load_invoice` function, ..." ("When you call ...", "In your `load_invoice` view, ...") (the check
   should keep it: the asker's own name);
 - `library`: the question, asked "In my app", ends "Does `flask.load_invoice` do it?" and the answer opens
   "Yes, `flask.load_invoice` does it: ..." (the check should flag it: a name of code the asker does not call
@@ -75,6 +76,10 @@ def pairs_of(detail: dict) -> list[tuple[str, str, str]]:
     out = [("own", f"When I call `{route}`, {_lower_first(question)}",
             f"{before}When you call `{route}`, {_lower_first(first)}"),
            ("library", f"In my app, {_lower_first(question)} Does `flask.{function}` do it?",
+            f"{before}Yes, `flask.{function}` does it: {_lower_first(first)}"),
+           ("own", f"{question}\n```python\n@app.route('{route}')\ndef {function}():\n    ...\n```",
+            f"{before}In your `{function}` view, {_lower_first(first)}"),
+           ("library", f"{question}\n```python\nfrom flask import {function}\n{function}()\n```",
             f"{before}Yes, `flask.{function}` does it: {_lower_first(first)}")]
     for style in STYLES:
         name = name_of(question, style)

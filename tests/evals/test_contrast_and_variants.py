@@ -82,12 +82,12 @@ def test_saved_answers_with_a_name_of_code_put_in(tmp_path):
             "prompt_sources": [{"n": 1, "path": "src/flask/helpers.py", "place": "helpers.py — src/flask/helpers.py",
                                 "text": source}]}
     made = own_name_pairs.pairs_of(kept)
-    assert [k for k, _, _ in made].count("own") == 4 and [k for k, _, _ in made].count("library") == 4
-    own = [q for k, q, _ in made if k == "own"][1]
+    assert [k for k, _, _ in made].count("own") == 5 and [k for k, _, _ in made].count("library") == 5
+    own = [q for k, q, _ in made if k == "own"][2]
     assert own.startswith("In my `") and own.endswith("when I don't pass one?")
     assert own_name_pairs.pairs_of({**kept, "model_text": "The documents do not say."}) == []
     result = own_name_pairs.agreement([kept])
-    assert result == {"own": {"pairs": 4, "agreement": 1.0}, "library": {"pairs": 4, "agreement": 1.0}}
+    assert result == {"own": {"pairs": 5, "agreement": 1.0}, "library": {"pairs": 5, "agreement": 1.0}}
     report = tmp_path / "report.json"
     report.write_text(json.dumps({"details": [kept]}), encoding="utf-8")
     args = type("Args", (), {"reports": [report]})()
