@@ -71,10 +71,15 @@ def _zh(q: str) -> bool:
     return language_of(q) == "zh"
 
 
+def _continued(q: str) -> str:
+    """The question as the rest of a sentence: its first letter in lower case ("I" kept)."""
+    return q[0].lower() + q[1:] if q[:2] != "I " else q
+
+
 def first_person(q: str) -> str:
     if _zh(q):
         return _pick(ZH_FRAMES, q).format(q=q)
-    return _pick(FRAMES, q).format(q=q[0].lower() + q[1:] if q[:2] != "I " else q)
+    return _pick(FRAMES, q).format(q=_continued(q))
 
 
 def typo(q: str) -> str | None:
@@ -117,7 +122,7 @@ def own_name(q: str, source: str = "") -> str:
     name = f"`{name_of(q, style)}`" if code else f"`{name_of(q, 'function').split('_')[1]}_tracker.xlsx`"
     if _zh(q):
         return f"在我的 {name} {ZH_THINGS[style] if code else '表格'}里，{q}"
-    return f"In my {name} {style if code else 'spreadsheet'}, {q[0].lower() + q[1:] if q[:2] != 'I ' else q}"
+    return f"In my {name} {style if code else 'spreadsheet'}, {_continued(q)}"
 
 
 RULES = {"first_person": first_person, "typo": typo, "synonym": synonym, "run_on": run_on, "story": story,

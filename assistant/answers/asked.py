@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from assistant.answers.citations import MARKER
-from assistant.answers.text_units import LIST_ITEM, TOKEN, held_words, key_units, plain, units
+from assistant.answers.text_units import LIST_ITEM, TOKEN, held_words, key_units, plain, units, written_as_code
 
 
 # A word in capitals, with a small inflection at most ("URLs", "POSTing").
@@ -31,11 +31,11 @@ PASTED = re.compile(r"(['\"])([^'\"\n]{1,80})\1|\b(?:def|class)\s+(\w+)|^[ \t]*(
 def own_names(question: str, new: frozenset[str]) -> frozenset[str]:
     """The units of the names the asker introduces, with a unit in `new` (the question's units that no source
     shown holds, `support.asker_words`): the paths and addresses the question writes ("/api/v2/orders",
-    "http://localhost:5000"), its acronyms ("sending JSON", see `unknown_names`), the names of code (`_code`)
-    among the OWNED_WORDS words after "my", "our", "called", "named" (我的, 我们的): "my `logout_user` view", "our
-    invoices.wsgi module", "a route named `show_invoice`", and what the code it pastes writes as a string or
-    defines (`url_for('show_invoice')`, `def create_order():`). A developer names their own routes,
-    functions and modules when asking how a library treats them, and no document holds those. A name of code
+    "http://localhost:5000"), its acronyms ("sending JSON", see `unknown_names`), the names of code
+    (`written_as_code`) among the OWNED_WORDS words after "my", "our", "called", "named" (我的, 我们的): "my
+    `logout_user` view", "our invoices.wsgi module", "a route named `show_invoice`", and what the code it pastes
+    writes as a string or defines (`url_for('show_invoice')`, `def create_order():`). A developer names their own
+    routes, functions and modules when asking how a library treats them, and no document holds those. A name of code
     the asker does not call theirs ("how does `flask.cache_manager` work in my app?") is the library's, which its
     documents must hold; names written as words (Sydney, Tokyo, Kubernetes) are never the asker's."""
     named = [m.group(0) for m in PATH.finditer(question)] + [m.group(1) for m in ACRONYM.finditer(question)]
@@ -44,18 +44,13 @@ def own_names(question: str, new: frozenset[str]) -> frozenset[str]:
     for m in OWNER.finditer(question):
         phrase = PHRASE_END.split(question[m.end():], maxsplit=1)[0]
         for word in phrase.split()[:OWNED_WORDS]:
-            named.extend(w for t in TOKEN.finditer(plain(word)) if (w := t.group("word")) and _code(w))
+            named.extend(w for t in TOKEN.finditer(plain(word)) if (w := t.group("word")) and written_as_code(w))
     out: set[str] = set()
     for name in named:
         parts = set(units(name))
         if parts & new:
             out.update(parts | key_units(name))
     return frozenset(out)
-
-
-def _code(word: str) -> bool:
-    """Whether a word is written as code: an underscore or a dot inside, a capital after the first letter."""
-    return "_" in word or "." in word.strip(".") or any(c.isupper() for c in word[1:])
 
 
 def unknown_names(question: str, claim: str, shown: list[str], own: frozenset[str] = frozenset()) -> list[str]:

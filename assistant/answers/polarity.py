@@ -12,10 +12,11 @@ CONDITION = re.compile(r"\b(?:if|unless|when|whenever)\b|如果|假如|除非", 
 # A bound: "no more than 4 hours", "must not exceed $800", 不超过 800 元, 不晚于. Against a clause that states the
 # value without comparing ("the RTO is 4 hours", "RTO 目标是 4 小时") it agrees; against the comparison without the
 # "not" ("more than 4 hours", 超过 800 元) it is the opposite.
-BOUND = re.compile(r"\b(?:no|not)\s+(?:more|less|later|earlier|fewer|greater|longer|higher|lower)\s+than\b"
-                   r"|\bnot\s+(?:to\s+)?exceed|(?:不|没有?)(?=超过|高于|低于|多于|大于|小于|晚于|早于)", re.IGNORECASE)
-COMPARED = re.compile(r"\b(?:more|less|later|earlier|fewer|greater|longer|higher|lower)\s+than\b|\bexceed"
-                      r"|超过|高于|低于|多于|大于|小于|晚于|早于", re.IGNORECASE)
+EN_COMPARISON = r"(?:more|less|later|earlier|fewer|greater|longer|higher|lower)\s+than\b"
+ZH_COMPARISON = r"超过|高于|低于|多于|大于|小于|晚于|早于"
+BOUND = re.compile(rf"\b(?:no|not)\s+{EN_COMPARISON}|\bnot\s+(?:to\s+)?exceed|(?:不|没有?)(?={ZH_COMPARISON})",
+                   re.IGNORECASE)
+COMPARED = re.compile(rf"\b{EN_COMPARISON}|\bexceed|{ZH_COMPARISON}", re.IGNORECASE)
 
 
 def stated_clauses(text: str) -> tuple[list[str], list[str]]:

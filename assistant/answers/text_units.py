@@ -190,6 +190,12 @@ def joined(seq: tuple[str, ...]) -> dict[str, tuple[str, str]]:
     return out
 
 
+def written_as_code(word: str) -> bool:
+    """Whether a word is written as code: an underscore or a dot inside, a capital after the first letter
+    (`send_file`, `app.run`, `HTTPException`)."""
+    return "_" in word or "." in word.strip(".") or any(c.isupper() for c in word[1:])
+
+
 @lru_cache(maxsize=1024)  # a claim is scored against every source
 def key_units(claim: str) -> frozenset[str]:
     """The claim's numbers and names: the units a supporting source must hold exactly (names as their
@@ -202,9 +208,8 @@ def key_units(claim: str) -> frozenset[str]:
         if m.group("num") is not None:
             keys.add(token.replace(",", "").replace("_", ""))
         elif m.group("word") is not None:
-            inner_capital = any(c.isupper() for c in token[1:])
-            shaped = any(c.isdigit() for c in token) or "_" in token or "." in token.strip(".")
-            if (inner_capital or shaped or (token[0].isupper() and not first)) and token.casefold() not in NOT_KEYS:
+            named = written_as_code(token) or any(c.isdigit() for c in token) or (token[0].isupper() and not first)
+            if named and token.casefold() not in NOT_KEYS:
                 keys.update(_name_key(token, first))
         first = False
     return frozenset(keys)
