@@ -91,8 +91,8 @@ def pairs_of(detail: dict) -> list[tuple[str, str, str]]:
     return out
 
 
-def agreement(details: list[dict]) -> dict:
-    """Per kind: the pairs made and the share the check judged as expected (own kept, library flagged)."""
+def _counts(details: list[dict]) -> dict[str, list[int]]:
+    """Per kind: [pairs made, pairs the check judged as expected (own kept, library flagged)]."""
     counts = {"own": [0, 0], "library": [0, 0]}
     for detail in details:
         texts, places = _sources(detail)
@@ -101,18 +101,32 @@ def agreement(details: list[dict]) -> dict:
             check = check_answer(attributed.answer, texts, places, question, attributed.sentences)
             counts[kind][0] += 1
             counts[kind][1] += flagged(check) == (kind == "library")
+    return counts
+
+
+def _shares(counts: dict[str, list[int]]) -> dict:
     return {kind: {"pairs": n, "agreement": round(right / n, 4) if n else None} for kind, (n, right) in counts.items()}
 
 
+def agreement(details: list[dict]) -> dict:
+    """Per kind: the pairs made and the share the check judged as expected (own kept, library flagged)."""
+    return _shares(_counts(details))
+
+
 def run(args: argparse.Namespace, _settings: object = None) -> int:
-    details: list[dict] = []
+    answers = 0
+    total = {"own": [0, 0], "library": [0, 0]}
     for path in args.reports:
         try:
             report = json.loads(Path(path).read_text(encoding="utf-8"))
-            details.extend(d for d in report["details"] if isinstance(d, dict))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            print(f"assistant eval own-names: {path}: not a report of `eval answers --out` ({exc})", file=sys.stderr)
+            details = [d for d in report["details"] if isinstance(d, dict)]
+            counts = _counts(details)  # a saved answer without its question or sources' text fails here
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            print(f"assistant eval own-names: {path}: not a report of `eval answers --out` ({exc!r})", file=sys.stderr)
             return 2
-    result = {"reports": [str(p) for p in args.reports], "answers": len(details), **agreement(details)}
-    print(json.dumps(result))
+        answers += len(details)
+        for kind, (n, right) in counts.items():
+            total[kind][0] += n
+            total[kind][1] += right
+    print(json.dumps({"reports": [str(p) for p in args.reports], "answers": answers, **_shares(total)}))
     return 0

@@ -94,6 +94,10 @@ def test_saved_answers_with_a_name_of_code_put_in(tmp_path):
     assert own_name_pairs.run(args) == 0
     args.reports = [tmp_path / "missing.json"]
     assert own_name_pairs.run(args) == 2
+    broken = tmp_path / "broken.json"  # a saved answer whose sources lost their text
+    broken.write_text(json.dumps({"details": [{**kept, "prompt_sources": [{"n": 1}]}]}), encoding="utf-8")
+    args.reports = [broken]
+    assert own_name_pairs.run(args) == 2
 
 
 def test_the_headline_counts_outcomes_and_the_crag_score():
