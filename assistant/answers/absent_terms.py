@@ -9,8 +9,8 @@ something else: the answer is then the statement that they do not contain it, na
 no model asked. A misspelt word is reported the same way, which tells the reader what to fix.
 
 Only Latin-script words are weighed (an English question, or the English terms of a Chinese one):
-a Chinese question is cut into character bigrams, many of which straddle two words ("么命" of
-"怎么命名") and occur nowhere, so an absent bigram says nothing. Numbers are not weighed: a number the
+a Chinese question has no spaces between its words, and a pair of its characters that occurs nowhere (one
+across two words, "么命" of "怎么命名", or a word cut otherwise than the documents cut it) says nothing. Numbers are not weighed: a number the
 documents lack is a wrong detail, which the answer check after generation judges.
 
 A question that names an identifier the sources hold (`stream_with_context`, `Blueprint.register`) is

@@ -12,8 +12,10 @@ with `support()`:
    words too (`HTTPException` holds `http` and `exception`), and two adjacent words of either text that
    the other writes as one are found ("the debug helpers" in `debughelpers.py`, "file name" and
    "filename"). "one" reads as 1 but, a pronoun as often as a count, is no key unit (3.).
-   CJK text: character bigrams of each run of CJK characters, runs cut at common function characters
-   (的, 是, 了, ...); a run of one character is a unit of its own. Numbers are kept exactly ("13",
+   CJK text: the character bigrams inside each word of a run of CJK characters (words as jieba's
+   dictionary cuts them, `rjieba`; one-character words taken together), cut at common function
+   characters (的, 是, 了, ...); a lone character is a unit of its own. A pair across two words ("店每"
+   of "酒店每晚") is in no paraphrase. Numbers are kept exactly ("13",
    "3.5", "1,000" = "1000").
 3. Key units are the claim's numbers and names (a word with a capital letter inside the sentence, a
    digit, an underscore or a dot inside it: `Werkzeug`, `SECRET_KEY`, `app.run`; a file name counts by

@@ -180,6 +180,20 @@ def test_chinese_claims_are_scored_by_character_bigrams() -> None:
     assert not support("公司每月组织一次团建活动。", LEAVE_ZH).supported
 
 
+def test_a_chinese_claim_in_other_words_is_scored_on_the_words_it_shares() -> None:
+    # Character pairs across two words ("时市", "天最") are in no paraphrase: pairs are taken inside words.
+    source = "差旅期间，市内交通费每天不超过 100 元，需凭发票报销。"
+    assert support("出差时市内交通每天最多可以报销 100 元。", source).supported
+    assert not support("出差时市内交通每天最多可以报销 300 元。", source).supported
+    assert not support("出差时住宿每天最多可以报销 100 元。", source).supported
+    assert not support("会议室每天最多可以预订 100 次。", source).supported
+
+
+def test_runs_the_dictionary_does_not_know_are_still_read_as_character_pairs() -> None:
+    assert {"東京", "京駅"} <= set(units("東京駅で会いましょう"))
+    assert {"안녕", "세요"} <= set(units("안녕하세요"))
+
+
 @pytest.mark.parametrize(
     "text",
     [
