@@ -6,7 +6,8 @@ the place where they differ, whatever the names are: no list of names or words i
 
 A number put in place of another is found the same way where the key-unit test cannot see it: the claim's
 number stands elsewhere in the source ("调薪和晋升在每年 2 月根据全年两次考核的结果决定" against "每年 1 月 …
-两次考核", "并发 32 时单实例吞吐约 610" against "并发 16 时单实例吞吐约 610，并发 32 时约 890")."""
+两次考核", "并发 32 时单实例吞吐约 610" against "并发 16 时单实例吞吐约 610，并发 32 时约 890"), and a number of
+the source put with the words of another of its numbers (`moved_number`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from collections import Counter
 from difflib import SequenceMatcher
 from functools import lru_cache
 
-from assistant.answers.text_units import TOKEN, key_units, language_of, plain, units
+from assistant.answers.text_units import CJK_CHAR, CJK_STOP, TOKEN, clauses, key_units, language_of, plain, segments, units
 
 # A swap is a local difference: at most this many units on each side between parts that match. A longer
 # difference is a rewording, which the share of units found already weighs.
@@ -82,3 +83,52 @@ def _aligned(claim: str, sentence: str) -> tuple[Counter, Counter, tuple[tuple[t
     opcodes = SequenceMatcher(None, ours, theirs, autojunk=False).get_opcodes()
     replaced = tuple((ours[i1:i2], theirs[j1:j2]) for tag, i1, i2, j1, j2 in opcodes if tag == "replace")
     return Counter(ours), Counter(theirs), replaced
+
+
+def _measure(clause: tuple[str, ...], i: int) -> str | None:
+    """What the number at `clause[i]` counts: the unit after it ("3400 token", "500 元", "13 vacation"), else the unit
+    before it ("RTO ... 4"); None when the clause has no other unit."""
+    after = [u for u in clause[i + 1:] if not u[0].isdigit()]
+    before = [u for u in clause[:i] if not u[0].isdigit()]
+    return after[0] if after else before[-1] if before else None
+
+
+def _words(clause: str, clause_units: tuple[str, ...]) -> frozenset[str]:
+    """What a clause says, to compare one with another whatever their numbers: its units but numbers, and for
+    Chinese its characters (the dictionary cuts one phrase into other words in another sentence: "单实例" and
+    "时单实例")."""
+    return frozenset({u for u in clause_units if not u[0].isdigit() and not CJK_CHAR.search(u)}
+                     | {c for c in CJK_CHAR.findall(plain(clause)) if c not in CJK_STOP})
+
+
+@lru_cache(maxsize=256)
+def _source_clauses(source: str) -> tuple[tuple[tuple[str, ...], frozenset[str]], ...]:
+    found = (c for s, e in segments(source) for c in clauses(source[s:e]))
+    return tuple((u, _words(c, u)) for c in found if (u := units(c)))
+
+
+def moved_number(claim: str, source: str) -> bool:
+    """Whether the claim states a number of the source with the words the source says of another of its numbers:
+    some clause of the claim shares more of its words (`_words`) with a source clause that states another number
+    of the same measure (`_measure`) than with any source clause that states the claim's number. "单实例吞吐大概能到
+    3,400 tokens/s" against "并发 16 时单实例吞吐约 610 tokens/s … 整机 4 个实例合计吞吐约 3,400 tokens/s" (3,400 is
+    the whole machine's); "RPO 是 4 小时" against "RTO 不超过 4 小时，RPO 不超过 1 小时". Every number of such a claim
+    is in its source, so the key-unit test passes it."""
+    theirs = _source_clauses(source)
+    for part in clauses(claim):
+        ours = units(part)
+        words = _words(part, ours)
+        names = {k for k in key_units(part) if not k[0].isdigit()}
+        if len(words) < 2:
+            continue
+        for i, number in enumerate(ours):
+            if not number[0].isdigit() or (measure := _measure(ours, i)) is None:
+                continue
+            # Names say what a number is of before other words do ("RTO 目标是 4 小时" is RTO's 4 hours, not the
+            # 24 hours of "目标是 RPO 不超过 24 小时"): clauses are compared by the names, then the words they share.
+            holders = [(len(names & set(u)), len(words & w)) for u, w in theirs if number in u]
+            rivals = [(len(names & set(u)), len(words & w)) for u, w in theirs if number not in u
+                      and any(x[0].isdigit() and x != number and _measure(u, k) == measure for k, x in enumerate(u))]
+            if holders and rivals and max(rivals) > max(holders):
+                return True
+    return False

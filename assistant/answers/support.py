@@ -36,7 +36,9 @@ with `support()`:
    the source's words ("15 vacation days" against "13 days"). A name the key units cannot see (first in the
    claim's sentence: "Pay processes new badges" against "GSA processes new badges") is found by aligning the
    claim with the source's sentence most like it (`name_swaps.swapped_name`); so is a number put in place of
-   another that the sentence states elsewhere (`swapped_number`, contradicted). With the question known
+   another that the sentence states elsewhere (`swapped_number`, contradicted), and so is a number of the
+   source said with the words of another of its numbers (`moved_number`: "单实例吞吐 3,400 tokens/s" where
+   the source's 3,400 is the whole machine's, contradicted). With the question known
    (`check_answer`), the words of it that no source shown holds (the asker's own) are left out of a claim's
    units, names and numbers kept (but for the names the asker introduces, `asked.own_names`: "my `logout_user`
    view", "/api/v2/orders"), when at least half of its units remain: an answer that repeats the question is
@@ -64,7 +66,7 @@ from functools import lru_cache
 
 from assistant.answers.asked import asks_quantity, off_topic, own_names, states_quantity, unknown_names
 from assistant.answers.citations import MARKER
-from assistant.answers.name_swaps import swapped_name, swapped_number
+from assistant.answers.name_swaps import moved_number, swapped_name, swapped_number
 from assistant.answers.statements import NO_ANSWER, NOT_IN_DOCUMENTS, abstained, is_claim
 from assistant.answers.text_units import (
     CJK_CHAR, LIST_ITEM, PLACE_WORDS, Sentence, clauses, file_keys, held_words, joined, key_units,
@@ -249,7 +251,7 @@ def support(claim: str, source_text: str, place: str = "", asked: frozenset[str]
     main = max(range(len(segs)), key=lambda k: (len(seg_units[k]), -k))
     if swapped_name(claim, source_text[segs[main][0]:segs[main][1]]):
         return Support(min(score, SUPPORT_THRESHOLD / 2), False, best_span[0], best_span[1])
-    if swapped_number(claim, source_text[segs[main][0]:segs[main][1]]):  # another number in its place
+    if swapped_number(claim, source_text[segs[main][0]:segs[main][1]]) or moved_number(claim, source_text):
         return Support(min(score, SUPPORT_THRESHOLD / 2), False, best_span[0], best_span[1], contradicted=True)
     return Support(score, True, best_span[0], best_span[1])
 

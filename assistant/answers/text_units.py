@@ -350,7 +350,9 @@ def negated(text: str) -> bool:
     return bool(NEGATION_EN.search(plain_text) or NEGATION_ZH.search(plain_text))
 
 
-CLAUSE_END = re.compile(r"[,，;；:：]\s*|\s+(?:and|but|however|while|whereas|although)\s+|(?:但是|但|而|不过|然而)")
+# A comma or colon between two digits is part of a number or a time ("3,400", "10:00"), no clause's end.
+CLAUSE_END = re.compile(r"[，；：]\s*|(?<!\d)[,;:]\s*|[,;:](?!\d)\s*|\s+(?:and|but|however|while|whereas|although)\s+"
+                        r"|(?:但是|但|而|不过|然而)")
 
 
 def clauses(text: str) -> list[str]:

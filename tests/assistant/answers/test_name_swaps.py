@@ -3,7 +3,7 @@ stands; a name left out, respelled or described in plain words, and a faithful p
 
 from __future__ import annotations
 
-from assistant.answers.name_swaps import swapped_name, swapped_number, written_as_names
+from assistant.answers.name_swaps import moved_number, swapped_name, swapped_number, written_as_names
 from assistant.answers.support import key_units, support
 
 BADGES = "# Badges\n\nGSA processes new badges every Wednesday at the Washington DC office.\nBring two forms of ID."
@@ -73,3 +73,20 @@ def test_numbers_said_again_reordered_or_as_words_are_no_swap() -> None:
     assert not swapped_number("Each office has three printers and twelve desks for visiting staff.", staff)
     assert support("Each office has three printers and twelve desks [1].", staff).supported
     assert support("调薪和晋升在每年 1 月决定，根据全年两次考核的结果。", "调薪和晋升在每年 1 月根据全年两次考核的结果决定。").supported
+
+
+def test_a_number_of_the_source_said_with_the_words_of_another_of_its_numbers_is_a_contradiction() -> None:
+    # Every number of the claim is in the source, so the key-unit test passes it; the words it comes with are
+    # another number's.
+    source = "RTO 不超过 4 小时，RPO 不超过 1 小时。"
+    assert moved_number("RPO 是 4 小时。", source) and not moved_number("RTO 是 4 小时。", source)
+    # A name tells what a number is of before the other words do.
+    assert not moved_number("RTO 目标是 4 小时。", "目标是 RPO 不超过 24 小时，RTO 不超过 4 小时。")
+    bench = "并发 16 时单实例吞吐约 610 tokens/s。整机 4 个实例合计吞吐约 3,400 tokens/s。"
+    assert moved_number("单实例吞吐大概能到 3,400 tokens/s。", bench)
+    assert not moved_number("整机合计吞吐约 3,400 tokens/s。", bench)
+    leave = "Full-time employees get 13 vacation days and 10 sick days per year."
+    moved = support("Employees get 10 vacation days [1].", leave)
+    assert not moved.supported and moved.contradicted
+    assert support("Employees get 10 sick days a year [1].", leave).supported
+    assert support("Employees get 13 vacation days and 10 sick days [1].", leave).supported
