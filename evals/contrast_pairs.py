@@ -8,9 +8,14 @@ sentence with its neighbours). Each gives pairs of known verdicts:
 - `paraphrase`: the sentence reworded by rules that keep its meaning (supported): its clauses reordered
   around "and"/"，", number words and digits exchanged, contractions expanded or made, a leading "Note
   that"/"请注意" style frame added;
+- `clause`: a clause of the sentence that counts something, alone, as an answer states one fact of a sentence
+  (supported; the clause that `moved_number` below changes);
 - `negation`: the polarity flipped (not supported): "is"/"can"/"must"/… gain or lose "not", 是/可以/能/会/需要/
   支持/有 gain or lose 不/没;
 - `number`: its first number changed (not supported);
+- `moved_number`: that clause with its number replaced by another number the passage states of the same thing
+  (the word or character after it) outside it: "一线城市每晚不超过 500 元" from "一线城市每晚不超过 800 元，其他城市不超过
+  500 元". Every number is in the source, said of other words (not supported);
 - `name`: a name it holds (a capitalised word, an identifier, a Latin word in Chinese text) replaced by a name
   of another file of the corpus that this passage never uses (not supported);
 - `source_swap`: the sentence against a passage of another file that shares the most words with it without
@@ -33,18 +38,22 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from assistant.answers.support import support
-from assistant.answers.text_units import language_of, negated, segments, units
+import rjieba
 
-KINDS = ("same", "paraphrase", "negation", "number", "name", "source_swap")
+from assistant.answers.support import support
+from assistant.answers.text_units import clauses, language_of, negated, segments, units
+
+KINDS = ("same", "paraphrase", "clause", "negation", "number", "moved_number", "name", "source_swap")
 MIN_UNITS = 6
 MAX_PER_FILE = 6
+WIDE = 3  # segments each side of a sentence in the passage a number is moved within
 
 EN_ADD = re.compile(r"\b(is|are|was|were|can|must|will|should|may|could)\b(?! not)", re.I)
 ZH_FLIP = [("不可以", "可以"), ("不能", "能"), ("不会", "会"), ("不需要", "需要"), ("不支持", "支持"), ("没有", "有"), ("不是", "是")]
 ZH_ADD = [("可以", "不可以"), ("需要", "不需要"), ("支持", "不支持"), ("能", "不能"), ("会", "不会"), ("必须", "不必"),
           ("是", "不是"), ("有", "没有")]
 NUMBER = re.compile(r"(?<![\w.])(\d+)(?:[.,]\d+)?(?![\w.])")
+COUNTED = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)*)\s*([A-Za-z]+|[\u4e00-\u9fff])")  # "13 days", "800 元"
 EN_NUMBER_WORDS = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
                    "eight": "8", "nine": "9", "ten": "10", "twelve": "12", "fourteen": "14", "thirty": "30"}
 CONTRACTIONS = [("do not", "don't"), ("does not", "doesn't"), ("cannot", "can't"), ("is not", "isn't"),
@@ -71,9 +80,10 @@ def split_of(path: str) -> str:
     return "tune" if hashlib.sha256(path.encode("utf-8")).digest()[0] % 2 == 0 else "report"
 
 
-def sentences_of(text: str) -> list[tuple[str, str]]:
-    """(sentence, its passage: the sentence with one segment each side, line breaks kept) for the sentences that state
-    something: prose lines, not headings, lists of links, tables or code."""
+def sentences_of(text: str) -> list[tuple[str, str, str]]:
+    """(sentence, its passage: the sentence with one segment each side, line breaks kept, and its wider passage:
+    WIDE segments each side, as long as a chunk's section) for the sentences that state something: prose lines,
+    not headings, lists of links, tables or code."""
     text = re.sub(r"```.*?```", "", text, flags=re.S)
     text = re.sub(r"^---\n.*?\n---\n", "", text, flags=re.S)
     # A paragraph wrapped over lines is one text; a list item, heading or table row starts a line of its own.
@@ -88,7 +98,8 @@ def sentences_of(text: str) -> list[tuple[str, str]]:
             continue
         # The passage as the file has it: a heading or list item keeps its own line, as in a chunk of the store.
         passage = text[spans[max(0, i - 1)][0]: spans[min(len(spans), i + 2) - 1][1]]
-        out.append((bare.lstrip("-*> ").strip(), passage))
+        wide = text[spans[max(0, i - WIDE)][0]: spans[min(len(spans), i + WIDE + 1) - 1][1]]
+        out.append((bare.lstrip("-*> ").strip(), passage, wide))
     return out
 
 
@@ -101,9 +112,14 @@ def negate(claim: str, zh: bool) -> str | None:
     """The claim with its polarity flipped: a negation it holds taken away, else one added after its first
     auxiliary (English) or before its first verb of a known set (Chinese); None where no rule applies."""
     if zh:
-        for old, new in ZH_FLIP + ZH_ADD:
+        for old, new in ZH_FLIP:
             if old in claim:
                 return claim.replace(old, new, 1)
+        words = rjieba.cut(claim, False)  # a verb is negated where it is a word: not the 能 of 可能
+        for old, new in ZH_ADD:
+            if old in words:
+                i = words.index(old)
+                return "".join(words[:i] + [new] + words[i + 1:])
         return None
     if negated(claim):
         for pattern, plain in EN_CUES:
@@ -121,6 +137,21 @@ def change_number(claim: str) -> str | None:
         return None
     value = int(m.group(1))
     return claim[: m.start(1)] + str(value + 1 if value < 10 else value * 2) + claim[m.end(1):]
+
+
+def move_number(claim: str, passage: str) -> tuple[str, str] | None:
+    """A clause of the claim that counts something (COUNTED), as an answer states one fact of a sentence, and the
+    same clause with its number replaced by another number that the passage states of the same thing (the same
+    unit after it: "days" and "day") outside this clause; None where the passage has none."""
+    for part in clauses(claim):
+        if len(set(units(part))) < 3:
+            continue
+        rest = passage.replace(part, " ")
+        for m in COUNTED.finditer(part):
+            for other in COUNTED.finditer(rest):
+                if units(other.group(2)) == units(m.group(2)) and other.group(1) != m.group(1):
+                    return part.strip(), (part[: m.start(1)] + other.group(1) + part[m.end(1):]).strip()
+    return None
 
 
 def paraphrase(claim: str, zh: bool, rng: random.Random) -> str | None:
@@ -183,16 +214,16 @@ def derive(roots: list[Path], seed: int = 0) -> list[Pair]:
     files = sorted(p for root in roots for p in root.rglob("*") if p.suffix in (".md", ".txt", ".rst") and p.is_file())
     texts = {str(p.relative_to(root)): p.read_text(encoding="utf-8", errors="replace")
              for root in roots for p in files if p.is_relative_to(root)}
-    names_by_file = {f: sorted({n for sentence, _ in sentences_of(t) for n in names_in(sentence, language_of(t) == "zh")})
+    names_by_file = {f: sorted({n for sentence, _, _ in sentences_of(t) for n in names_in(sentence, language_of(t) == "zh")})
                      for f, t in texts.items()}
     language = {f: language_of(t) for f, t in texts.items()}
-    passages = [(f, passage, frozenset(units(passage))) for f, t in texts.items() for _, passage in sentences_of(t)]
+    passages = [(f, passage, frozenset(units(passage))) for f, t in texts.items() for _, passage, _ in sentences_of(t)]
     pairs: list[Pair] = []
     for name, text in texts.items():
         found = sentences_of(text)
         rng.shuffle(found)
         others = [n for f, ns in names_by_file.items() if f != name and language[f] == language[name] for n in ns]
-        for claim, passage in found[:MAX_PER_FILE]:
+        for claim, passage, wide in found[:MAX_PER_FILE]:
             zh = language_of(claim) == "zh"
             lang, split = ("zh" if zh else "en"), split_of(name)
 
@@ -204,6 +235,9 @@ def derive(roots: list[Path], seed: int = 0) -> list[Pair]:
             add("paraphrase", paraphrase(claim, zh, rng), True)
             add("negation", negate(claim, zh), False)
             add("number", change_number(claim), False)
+            if moved := move_number(claim, passage):
+                add("clause", moved[0], True)
+                add("moved_number", moved[1], False)
             add("name", swap_name(claim, passage, others, zh, rng), False)
             claim_units = set(units(claim))
             # Another file's closest passage that does not state the sentence itself (pages repeat sentences).

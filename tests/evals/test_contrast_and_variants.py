@@ -24,12 +24,30 @@ def test_contrast_pairs_of_every_kind_with_their_verdicts(tmp_path):
     pairs = contrast_pairs.derive([tmp_path])
     kinds = {p.kind for p in pairs}
     assert {"same", "paraphrase", "negation", "number", "source_swap"} <= kinds
-    assert all(p.supported == (p.kind in ("same", "paraphrase")) for p in pairs)
+    assert all(p.supported == (p.kind in ("same", "paraphrase", "clause")) for p in pairs)
     negated = next(p for p in pairs if p.kind == "negation")
     assert " not " in negated.claim or "n't" not in negated.claim
     report = contrast_pairs.agreement(pairs)
     assert report["by_kind"]["negation"]["en"]["agreement"] == 1.0, report["misses"]
     assert report["by_kind"]["number"]["en"]["agreement"] == 1.0, report["misses"]
+
+
+def test_a_number_moved_to_another_clause_of_its_passage_is_a_contrast_pair(tmp_path):
+    (tmp_path / "leave.md").write_text(
+        "# Leave\n\nNew employees get 13 vacation days in their first three years, and staff get 20 vacation days "
+        "after fifteen years.\n", encoding="utf-8")
+    pairs = {p.kind: p for p in contrast_pairs.derive([tmp_path])}
+    assert pairs["clause"].claim == "New employees get 13 vacation days in their first three years"
+    assert pairs["moved_number"].claim.startswith("New employees get 20 vacation days")
+    assert pairs["clause"].supported and not pairs["moved_number"].supported
+    report = contrast_pairs.agreement(list(contrast_pairs.derive([tmp_path])))
+    assert report["by_kind"]["moved_number"]["en"]["agreement"] == 1.0, report["misses"]
+    assert report["by_kind"]["clause"]["en"]["agreement"] == 1.0, report["misses"]
+
+
+def test_a_chinese_verb_is_negated_where_it_is_a_word():
+    assert contrast_pairs.negate("员工可以申请调休。", True) == "员工不可以申请调休。"
+    assert contrast_pairs.negate("否则新内核模块可能写不进去。", True) is None  # 能 of 可能 is no verb of its own
 
 
 def test_contrast_pairs_of_chinese_reports_are_judged_by_kind_and_language():
