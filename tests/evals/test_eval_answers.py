@@ -32,7 +32,7 @@ def test_facts_are_compared_normalised_with_alternatives():
 
 
 @pytest.mark.parametrize("name, answerable, unanswerable", [
-    ("handbook", 30, 10), ("flask", 30, 5), ("zh-handbook", 27, 10), ("docs", 1, 0),
+    ("handbook", 30, 10), ("flask", 30, 5), ("zh-handbook", 27, 10), ("zh-reports", 15, 5), ("docs", 1, 0),
 ])
 def test_question_sets_have_their_size_and_the_written_split(name, answerable, unanswerable):
     questions = load_answer_questions(FIXTURES / f"{name}-questions.jsonl")
