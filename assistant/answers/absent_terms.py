@@ -10,8 +10,9 @@ no model asked. A misspelt word is reported the same way, which tells the reader
 
 Only Latin-script words are weighed (an English question, or the English terms of a Chinese one):
 a Chinese question has no spaces between its words, and a pair of its characters that occurs nowhere (one
-across two words, "么命" of "怎么命名", or a word cut otherwise than the documents cut it) says nothing. Numbers are not weighed: a number the
-documents lack is a wrong detail, which the answer check after generation judges.
+across two words, "么命" of "怎么命名", or a word cut otherwise than the documents cut it) says nothing.
+Numbers are not weighed: a number the documents lack is a wrong detail, which the answer check after
+generation judges.
 
 A question that names an identifier the sources hold (`stream_with_context`, `Blueprint.register`) is
 about that symbol, whatever other words it uses: code rarely says "alive", "turns" or "refuses", which

@@ -15,7 +15,9 @@ from collections import Counter
 from difflib import SequenceMatcher
 from functools import lru_cache
 
-from assistant.answers.text_units import CJK_CHAR, CJK_STOP, TOKEN, clauses, key_units, language_of, plain, segments, units
+from assistant.answers.text_units import (
+    CJK_CHAR, CJK_STOP, TOKEN, clauses, key_units, language_of, plain, segments, units,
+)
 
 # A swap is a local difference: at most this many units on each side between parts that match. A longer
 # difference is a rewording, which the share of units found already weighs.

@@ -123,7 +123,8 @@ def _pieces(run: str) -> list[str]:
     """A CJK run cut where its words end (rjieba: jieba's dictionary), one-character words kept together: "酒店每晚
     最多能报销" is 酒店, 每晚, 最多能, 报销. Character pairs across two words ("店每", "能报") are in no
     paraphrase of them, and made a right Chinese answer in other words look unsupported. A run the dictionary
-    does not know (Japanese, Korean, traditional characters) comes out as one-character words, kept as one piece."""
+    does not know (Japanese, Korean, traditional characters) comes out as one-character words, kept as one piece:
+    read by its character pairs, as every run was before."""
     out: list[str] = []
     single = ""
     for word in rjieba.cut(run):
