@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from assistant.answers.support import AnswerCheck, Support, support
+from assistant.answers.support import AnswerCheck, Support, opposed
 from assistant.answers.text_units import LIST_ITEM, units
 
 MAX_QUOTES = 3
@@ -59,16 +59,6 @@ def _best(supports: dict[int, Support]) -> tuple[int, Support] | None:
     return max(held, key=lambda item: (item[1].contradicted, item[1].score, -item[0]), default=None)
 
 
-def _opposed(claim: str, cited: set[int], sources: dict[int, str], places: dict[int, str]) -> tuple[int, Support] | None:
-    """A source shown and not cited that says the opposite of the claim (the first): pages of one collection
-    disagree ("GSA can provide a wireless keyboard" on one, "GSA IT does not provide wireless peripherals" on
-    another), and the reader should see both."""
-    for n, text in sorted(sources.items()):
-        if n not in cited and text and (s := support(claim, text, places.get(n, ""))).contradicted and s.char_start >= 0:
-            return n, s
-    return None
-
-
 def quotes(check: AnswerCheck, sources: dict[int, str], places: dict[int, str] | None = None) -> list[Quote]:
     """At most MAX_QUOTES spans, in the answer's order: per claim, the cited source's span it stands on unless the
     claim already says it, and a shown source's span that says the opposite; none twice."""
@@ -78,7 +68,7 @@ def quotes(check: AnswerCheck, sources: dict[int, str], places: dict[int, str] |
         if not sentence.claim:
             continue
         claim = sentence.sentence.text
-        for found in (_best(sentence.supports), _opposed(claim, set(sentence.supports), sources, places)):
+        for found in (_best(sentence.supports), opposed(claim, set(sentence.supports), sources, places)):
             if found is None or len(out) == MAX_QUOTES:
                 continue
             n, support_ = found

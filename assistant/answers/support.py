@@ -110,7 +110,7 @@ class AnswerCheck:
     off_topic: bool = False  # neither the answer nor what it cites speaks of what the question asks
     unknown_names: list[str] = field(default_factory=list)  # names the question and the answer's first claim share
     # that no source shown holds: the answer speaks of something the documents never mention
-    contradicted: bool = False  # a claim says the opposite of the source that holds its words
+    contradicted: bool = False  # a claim says the opposite of a source shown (cited or not) that holds its words
     no_quantity: bool = False  # the question asks how many or how much and no claim states an amount
 
     def best_supports(self) -> dict[int, Support]:
@@ -325,12 +325,23 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
         unsupported=bool(claims) and not any_supported,
         off_topic=bool(claims) and not said and off_topic(question, answer, [sources.get(n, "") + "\n" + places.get(n, "")
                                                                           for n in cited or sources]),
-        contradicted=any(s.contradicted for c in claims for s in c.supports.values()),
+        contradicted=any(s.contradicted for c in claims for s in c.supports.values())
+        or any(opposed(c.sentence.text, set(c.supports), sources, places) for c in claims),
         unknown_names=unknown_names(question, claims[0].sentence.text,
                                     [sources.get(n, "") + "\n" + places.get(n, "") for n in backing], own)
         if backing is not None else [],
         no_quantity=bool(claims) and not said and asks_quantity(question) and not states_quantity([c.sentence.text for c in claims]),
     )
+
+
+def opposed(claim: str, cited: set[int], sources: dict[int, str], places: dict[int, str]) -> tuple[int, Support] | None:
+    """A source shown and not cited that says the opposite of the claim (the first): pages of one collection
+    disagree ("GSA can provide a wireless keyboard" on one, "GSA IT does not provide wireless peripherals" on
+    another), and the reader should see both; a claim that cites nothing is opposed by any source shown."""
+    for n, text in sorted(sources.items()):
+        if n not in cited and text and (s := support(claim, text, places.get(n, ""))).contradicted and s.char_start >= 0:
+            return n, s
+    return None
 
 
 def _backing(claim: SentenceCheck, cited: set[int], sources: dict[int, str], places: dict[int, str],

@@ -49,6 +49,17 @@ def test_another_source_shown_that_says_the_opposite_is_quoted_too():
     assert "[2]\n>\n> “" in block and without_quotes(answer + block) == answer
 
 
+def test_the_check_says_contradicted_whenever_a_quote_says_otherwise():
+    """What the page quotes as "says otherwise" and what `check.contradicted` says for scripts are one thing: a
+    claim citing nothing, or citing another page, that a source shown contradicts."""
+    sources = {1: KEYBOARD, 2: "Remote staff: GSA can also provide a wireless keyboard and a wireless mouse on request."}
+    for answer in ("GSA IT can provide a wireless keyboard and a wireless mouse.",
+                   "GSA IT can provide a wireless keyboard and a wireless mouse [2]."):
+        check = check_answer(answer, sources)
+        assert check.contradicted and any(q.contradicts for q in quotes(check, sources))
+    assert not check_answer("The kit includes a monitor, keyboard, mouse and headset [1].", {1: KEYBOARD}).contradicted
+
+
 def test_no_quote_from_a_source_that_does_not_support_the_claim():
     assert quoted("The canteen serves pizza on Fridays [1].", {1: LAUNDRY}) == []
 
