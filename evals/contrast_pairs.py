@@ -46,7 +46,6 @@ from assistant.answers.text_units import clauses, language_of, negated, segments
 KINDS = ("same", "paraphrase", "clause", "negation", "number", "moved_number", "name", "source_swap")
 MIN_UNITS = 6
 MAX_PER_FILE = 6
-WIDE = 3  # segments each side of a sentence in the passage a number is moved within
 
 EN_ADD = re.compile(r"\b(is|are|was|were|can|must|will|should|may|could)\b(?! not)", re.I)
 ZH_FLIP = [("不可以", "可以"), ("不能", "能"), ("不会", "会"), ("不需要", "需要"), ("不支持", "支持"), ("没有", "有"), ("不是", "是")]
@@ -80,10 +79,9 @@ def split_of(path: str) -> str:
     return "tune" if hashlib.sha256(path.encode("utf-8")).digest()[0] % 2 == 0 else "report"
 
 
-def sentences_of(text: str) -> list[tuple[str, str, str]]:
-    """(sentence, its passage: the sentence with one segment each side, line breaks kept, and its wider passage:
-    WIDE segments each side, as long as a chunk's section) for the sentences that state something: prose lines,
-    not headings, lists of links, tables or code."""
+def sentences_of(text: str) -> list[tuple[str, str]]:
+    """(sentence, its passage: the sentence with one segment each side, line breaks kept) for the sentences that state
+    something: prose lines, not headings, lists of links, tables or code."""
     text = re.sub(r"```.*?```", "", text, flags=re.S)
     text = re.sub(r"^---\n.*?\n---\n", "", text, flags=re.S)
     # A paragraph wrapped over lines is one text; a list item, heading or table row starts a line of its own.
@@ -98,8 +96,7 @@ def sentences_of(text: str) -> list[tuple[str, str, str]]:
             continue
         # The passage as the file has it: a heading or list item keeps its own line, as in a chunk of the store.
         passage = text[spans[max(0, i - 1)][0]: spans[min(len(spans), i + 2) - 1][1]]
-        wide = text[spans[max(0, i - WIDE)][0]: spans[min(len(spans), i + WIDE + 1) - 1][1]]
-        out.append((bare.lstrip("-*> ").strip(), passage, wide))
+        out.append((bare.lstrip("-*> ").strip(), passage))
     return out
 
 
@@ -214,16 +211,16 @@ def derive(roots: list[Path], seed: int = 0) -> list[Pair]:
     files = sorted(p for root in roots for p in root.rglob("*") if p.suffix in (".md", ".txt", ".rst") and p.is_file())
     texts = {str(p.relative_to(root)): p.read_text(encoding="utf-8", errors="replace")
              for root in roots for p in files if p.is_relative_to(root)}
-    names_by_file = {f: sorted({n for sentence, _, _ in sentences_of(t) for n in names_in(sentence, language_of(t) == "zh")})
+    names_by_file = {f: sorted({n for sentence, _ in sentences_of(t) for n in names_in(sentence, language_of(t) == "zh")})
                      for f, t in texts.items()}
     language = {f: language_of(t) for f, t in texts.items()}
-    passages = [(f, passage, frozenset(units(passage))) for f, t in texts.items() for _, passage, _ in sentences_of(t)]
+    passages = [(f, passage, frozenset(units(passage))) for f, t in texts.items() for _, passage in sentences_of(t)]
     pairs: list[Pair] = []
     for name, text in texts.items():
         found = sentences_of(text)
         rng.shuffle(found)
         others = [n for f, ns in names_by_file.items() if f != name and language[f] == language[name] for n in ns]
-        for claim, passage, wide in found[:MAX_PER_FILE]:
+        for claim, passage in found[:MAX_PER_FILE]:
             zh = language_of(claim) == "zh"
             lang, split = ("zh" if zh else "en"), split_of(name)
 

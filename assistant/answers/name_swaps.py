@@ -104,9 +104,15 @@ def _words(clause: str, clause_units: tuple[str, ...]) -> frozenset[str]:
 
 
 @lru_cache(maxsize=256)
-def _source_clauses(source: str) -> tuple[tuple[tuple[str, ...], frozenset[str]], ...]:
-    found = (c for s, e in segments(source) for c in clauses(source[s:e]))
-    return tuple((u, _words(c, u)) for c in found if (u := units(c)))
+def _source_clauses(source: str) -> tuple[tuple[frozenset[str], frozenset[str], frozenset[tuple[str, str]]], ...]:
+    """Each clause of the source, read once for every claim checked against it: its units, its words (`_words`)
+    and the numbers it states with their measures."""
+    out = []
+    for clause in (c for s, e in segments(source) for c in clauses(source[s:e])):
+        if found := units(clause):
+            counted = frozenset((u, m) for k, u in enumerate(found) if u[0].isdigit() and (m := _measure(found, k)))
+            out.append((frozenset(found), _words(clause, found), counted))
+    return tuple(out)
 
 
 def moved_number(claim: str, source: str) -> bool:
@@ -128,9 +134,9 @@ def moved_number(claim: str, source: str) -> bool:
                 continue
             # Names say what a number is of before other words do ("RTO 目标是 4 小时" is RTO's 4 hours, not the
             # 24 hours of "目标是 RPO 不超过 24 小时"): clauses are compared by the names, then the words they share.
-            holders = [(len(names & set(u)), len(words & w)) for u, w in theirs if number in u]
-            rivals = [(len(names & set(u)), len(words & w)) for u, w in theirs if number not in u
-                      and any(x[0].isdigit() and x != number and _measure(u, k) == measure for k, x in enumerate(u))]
+            holders = [(len(names & u), len(words & w)) for u, w, _ in theirs if number in u]
+            rivals = [(len(names & u), len(words & w)) for u, w, counted in theirs if number not in u
+                      and any(m == measure and x != number for x, m in counted)]
             if holders and rivals and max(rivals) > max(holders):
                 return True
     return False

@@ -50,6 +50,7 @@ FILE_EXTENSIONS = frozenset("""py pyi md rst txt html htm js ts tsx jsx css json
 PLACE_WORDS = frozenset({"file", "line", "page", "section", "defin", "implement", "locat"})
 # Function characters a CJK run is cut at: their bigrams ("的是", "了在") say nothing about content.
 CJK_STOP = frozenset("的了是在和与及或也都就把被对于之其这那个吗呢吧啊呀着过将并而从以为所")
+CJK_STOP_RUN = re.compile("[" + "".join(sorted(CJK_STOP)) + "]+")
 
 
 CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
@@ -143,7 +144,7 @@ def _cjk_units(run: str) -> list[str]:
     character is a unit of its own."""
     out: list[str] = []
     for piece in _pieces(run):
-        for part in re.split("[" + "".join(CJK_STOP) + "]+", piece):
+        for part in CJK_STOP_RUN.split(piece):
             if len(part) == 1:
                 out.append(part)
             out.extend(part[i : i + 2] for i in range(len(part) - 1))
