@@ -64,7 +64,7 @@ def pairs_of(detail: dict) -> list[tuple[str, str, str]]:
         return []
     texts, places = _sources(detail)
     question = str(detail["question"])
-    attributed = attribute(str(detail["model_text"]), texts, places)
+    attributed = attribute(str(detail["model_text"]), texts, places, question)
     check = check_answer(attributed.answer, texts, places, question, attributed.sentences)
     claims = [c.sentence for c in check.sentences if c.claim]
     if flagged(check) or check.abstained or not claims:
@@ -97,7 +97,7 @@ def _counts(details: list[dict]) -> dict[str, list[int]]:
     for detail in details:
         texts, places = _sources(detail)
         for kind, question, answer in pairs_of(detail):
-            attributed = attribute(answer, texts, places)
+            attributed = attribute(answer, texts, places, question)
             check = check_answer(attributed.answer, texts, places, question, attributed.sentences)
             counts[kind][0] += 1
             counts[kind][1] += flagged(check) == (kind == "library")

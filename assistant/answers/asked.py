@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from assistant.answers.citations import MARKER
-from assistant.answers.text_units import LIST_ITEM, TOKEN, held_words, key_units, plain, units, written_as_code
+from assistant.answers.text_units import CJK_CHAR, LIST_ITEM, TOKEN, held_words, key_units, plain, units, written_as_code
 
 
 # A word in capitals, with a small inflection at most ("URLs", "POSTing").
@@ -17,8 +17,9 @@ ACRONYM = re.compile(r"(?<![\w.])([A-Z]{2,})(?:s|es|ed|ing)?(?!\w|\.\w)")
 
 # Where the asker introduces a thing of their own: "my view", "our app", "a route named", "我的项目".
 OWNER = re.compile(r"\b(?:my|our|called|named)\b|我的|我们的|咱们的", re.IGNORECASE)
-# The end of the phrase an owner word opens: a clause's punctuation before a space, or a dash between spaces.
-PHRASE_END = re.compile(r"[,;:?!，；：？！。](?:\s|$)|\s[-–—]\s")
+# The end of the phrase an owner word opens: a clause's punctuation before a space (full-width: wherever it is), or
+# a dash between spaces.
+PHRASE_END = re.compile(r"[,;:?!](?:\s|$)|[，；：？！。]|\s[-–—]\s")
 OWNED_WORDS = 3  # the words after an owner word that its phrase may name: "my project's `views.py` module"
 # A path or an address the asker writes: "/api/v2/orders", "./config/dev.py", "http://localhost:5000/login".
 PATH = re.compile(r"(?:\b[a-z][a-z0-9+.-]*://|(?<![\w.])(?:~|\.{1,2})?/)[^\s`'\"<>()\[\]]+", re.IGNORECASE)
@@ -30,22 +31,26 @@ PASTED = re.compile(r"(['\"])([^'\"\n]{1,80})\1|\b(?:def|class)\s+(\w+)|^[ \t]*(
 
 def own_names(question: str, new: frozenset[str]) -> frozenset[str]:
     """The units of the names the asker introduces, with a unit in `new` (the question's units that no source
-    shown holds, `support.asker_words`): the paths and addresses the question writes ("/api/v2/orders",
+    shown holds, `support.unheld_units`): the paths and addresses the question writes ("/api/v2/orders",
     "http://localhost:5000"), its acronyms ("sending JSON", see `unknown_names`), the names of code
     (`written_as_code`) among the OWNED_WORDS words after "my", "our", "called", "named" (我的, 我们的): "my
     `logout_user` view", "our invoices.wsgi module", "a route named `show_invoice`", and what the code it pastes
     writes as a string or defines (`url_for('show_invoice')`, `def create_order():`). A developer names their own
     routes, functions and modules when asking how a library treats them, and no document holds those. A name of code
     the asker does not call theirs ("how does `flask.cache_manager` work in my app?") is the library's, which its
-    documents must hold; names written as words (Sydney, Tokyo, Kubernetes) are never the asker's."""
+    documents must hold; names written as words (Sydney, Tokyo, Kubernetes) are never the asker's. Where the owned
+    phrase names code, its CJK words in `new` are the asker's too: "我的 `order_tracker.xlsx` 表格" (an English
+    "spreadsheet" there is one of the asker's words already, `support.asker_words`)."""
     named = [m.group(0) for m in PATH.finditer(question)] + [m.group(1) for m in ACRONYM.finditer(question)]
     for code in CODE.finditer(question):
         named.extend(next(g for g in p.groups()[1:] if g) for p in PASTED.finditer(code.group(1) or code.group(2)))
-    for m in OWNER.finditer(question):
-        phrase = PHRASE_END.split(question[m.end():], maxsplit=1)[0]
-        for word in phrase.split()[:OWNED_WORDS]:
-            named.extend(w for t in TOKEN.finditer(plain(word)) if (w := t.group("word")) and written_as_code(w))
     out: set[str] = set()
+    for m in OWNER.finditer(question):
+        phrase = PHRASE_END.split(question[m.end():], maxsplit=1)[0].split()[:OWNED_WORDS]
+        code = [w for word in phrase for t in TOKEN.finditer(plain(word)) if (w := t.group("word")) and written_as_code(w)]
+        named.extend(code)
+        if code:
+            out.update(u for word in phrase for u in units(word) if u in new and CJK_CHAR.search(u))
     for name in named:
         parts = set(units(name))
         if parts & new:

@@ -176,7 +176,7 @@ def checked_answer(question: str, text: str, texts: dict[int, str], places: dict
     the model's text). An empty answer is replaced by NO_ANSWER whatever `replace` says: there is nothing
     of the model's to show. With `quote`, an answer kept ends with the sources' words its claims stand on
     (answers/quotes.py), listed in `check.quotes`."""
-    attributed = attribute(text, texts, places)
+    attributed = attribute(text, texts, places, question)
     check = check_answer(attributed.answer, texts, places, question, attributed.sentences)
     empty = not text
     replaced = empty or (replace and (check.unsupported or check.off_topic or bool(check.unknown_names)

@@ -55,7 +55,7 @@ models answer "[1] 15"), is not a question and does not abstain. `abstained()` r
 answer.
 
 `attribute()` runs before the check: a claim citing nothing, or only sources that do not support it,
-is given the source that supports it best.
+is given the source that supports it best, the names the asker introduces left out of it.
 """
 
 from __future__ import annotations
@@ -256,14 +256,25 @@ def support(claim: str, source_text: str, place: str = "", asked: frozenset[str]
     return Support(score, True, best_span[0], best_span[1])
 
 
-def asker_words(question: str, sources: dict[int, str], places: dict[int, str]) -> frozenset[str]:
-    """The units of the question that no source shown holds (in its text or place): the asker's own words ("pick a
-    plan", "the annual enrollment period" for a page that says "enroll" and "Open Season"). An answer that repeats
-    the question in them states nothing a source could hold there. Words, not CJK character pairs: in Chinese a
-    name is not told by its writing, and "食堂" (the canteen) missing from every source is what makes "食堂午餐每餐
-    补贴 150 元" an invention."""
+def unheld_units(question: str, sources: dict[int, str], places: dict[int, str]) -> frozenset[str]:
+    """The units of the question that no source shown holds, in its text or its place."""
     held = set().union(*(held_words(t) for t in sources.values()), *(held_words(p) for p in places.values()))
-    return frozenset(u for u in set(units(question)) - held if not CJK_CHAR.search(u))
+    return frozenset(set(units(question)) - held)
+
+
+def asker_words(unheld: frozenset[str]) -> frozenset[str]:
+    """The asker's own words among the question's `unheld_units` ("pick a plan", "the annual enrollment period" for
+    a page that says "enroll" and "Open Season"): an answer that repeats the question in them states nothing a
+    source could hold there. Words, not CJK units: in Chinese a name is not told by its writing, and "食堂" (the
+    canteen) missing from every source is what makes "食堂午餐每餐补贴 150 元" an invention (but for the phrase the
+    asker calls theirs, `asked.own_names`)."""
+    return frozenset(u for u in unheld if not CJK_CHAR.search(u))
+
+
+def _askers(question: str, sources: dict[int, str], places: dict[int, str]) -> tuple[frozenset[str], frozenset[str]]:
+    """The asker's words and the names the asker introduces (`asked.own_names`), which no source shown holds."""
+    unheld = unheld_units(question, sources, places) if question else frozenset()
+    return asker_words(unheld), own_names(question, unheld)
 
 
 def _without_asker_words(claim_units: frozenset[str], keys: frozenset[str], asked: frozenset[str]) -> frozenset[str]:
@@ -287,8 +298,7 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
     a claim that cites nothing, by any of them (a model that forgets its markers is not wrong for it).
     """
     places = places or {}
-    asked = asker_words(question, sources, places) if question else frozenset()
-    own = own_names(question, asked)  # names the asker introduces, which no source shown holds
+    asked, own = _askers(question, sources, places)
     checks: list[SentenceCheck] = []
     citations = supported_citations = 0
     any_supported = False
@@ -400,14 +410,19 @@ def _set_markers(text: str, numbers: list[int]) -> str:
     return f"{bare[:m.start()]}{gap}{markers}{bare[m.start():]}"
 
 
-def attribute(answer: str, sources: dict[int, str], places: dict[int, str] | None = None) -> Attribution:
+def attribute(answer: str, sources: dict[int, str], places: dict[int, str] | None = None,
+              question: str = "") -> Attribution:
     """Citations where the sources support them: a claim that cites nothing, or cites only sources that
     do not support it, is given the source that supports it best, when one does (score at least
     SUPPORT_THRESHOLD; ties go to the lower number). Supported citations are never touched, nor are
     claims no source supports: the check then reports them as unsupported. Small models often forget
     their markers or cite the neighbour of the source they copied from; the reader should still see
-    which source says it."""
+    which source says it. With the question, the names the asker introduces are left out of a claim (`asked.
+    own_names`: "在你的 `order_tracker.xlsx` 表格里" holds nothing a source could), but not the asker's other words: a
+    claim moved to a source on the rest of its words ("the cafeteria gives 2 free lunches" to a page with "2 pm")
+    is an invention given a citation."""
     places = places or {}
+    own = _askers(question, sources, places)[1]
     out: list[str] = []
     changes: list[dict] = []
     at = 0
@@ -415,7 +430,8 @@ def attribute(answer: str, sources: dict[int, str], places: dict[int, str] | Non
     for sentence in sentences:
         if not is_claim(sentence.text):
             continue
-        scores = {n: support(sentence.text, text, places.get(n, "")) for n, text in sources.items() if text}  # each source once
+        scores = {n: support(sentence.text, text, places.get(n, ""), own=own)  # each source once
+                  for n, text in sources.items() if text}
         if any(scores[n].supported for n in sentence.cited if n in scores):
             continue
         best = max(((s.score, -n, n) for n, s in scores.items()), default=None)

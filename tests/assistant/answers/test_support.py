@@ -545,3 +545,36 @@ def test_chinese_words_of_the_question_missing_from_the_sources_still_count() ->
                 "- 打车：晚上十点以后加班回家的打车费可以全额报销。")
     check = check_answer("食堂午餐每餐补贴 150 元，无需发票。[1]", {1: expenses}, question="食堂午餐每餐补贴多少钱？")
     assert check.unsupported, "the canteen is what the documents never mention"
+
+
+def test_the_words_of_the_thing_the_asker_names_as_theirs_are_the_askers_in_chinese_too() -> None:
+    """"在我的 `order_tracker.xlsx` 表格里": the spreadsheet is the asker's, named as code, and 表格 is what it is, in a
+    word no source holds. An answer that repeats the frame is judged, and given its source, on the rest; a small
+    model cites a neighbour of that source as often as not."""
+    onboarding = ("入职伙伴（buddy）\n\n每位新同事都会分配一名 buddy。 buddy 负责在前两周回答日常问题，并在第一周结束时和你做一次 "
+                  "30 分钟的 1:1 回顾。")
+    performance = "评级分为“超出预期”“符合预期”“待改进”三档。 连续两次“待改进”的员工会进入绩效改进计划（PIP）。"
+    sources = {1: onboarding, 2: performance}
+    question = "在我的 `order_tracker.xlsx` 表格里，新同事的 buddy 要负责哪些事情？"
+    answer = "在 `order_tracker.xlsx` 表格里，新同事的 buddy 要负责回答日常问题，并在第一周结束时和你做一次 30 分钟的 1:1 回顾。[2]"
+    assert attribute(answer, sources).answer == answer, "on all its words the claim is nobody's"
+    moved = attribute(answer, sources, question=question)
+    assert [(c["was"], c["now"]) for c in moved.changes] == [([2], [1])]
+    check = check_answer(moved.answer, sources, question=question, sentences=moved.sentences)
+    assert not check.unsupported and check.unknown_names == []
+    # Only with a name of code: the canteen of "我的食堂" is a thing the documents must hold.
+    canteen = check_answer("你的食堂午餐每餐补贴 150 元，无需发票。[1]", {1: "- 餐补：出差期间每天 150 元，无需发票。"},
+                           question="我的食堂午餐每餐补贴多少钱？")
+    assert canteen.unsupported
+
+
+def test_attribution_does_not_move_a_claim_on_the_rest_of_the_askers_words() -> None:
+    """The asker's words left out, "the cafeteria gives 2 free lunches per week" would hold in a page that says the
+    cafeteria closes at 2 pm: moved there it would be an invention with a citation."""
+    sources = {1: "Staff may bring guests to the office after signing them in at the front desk.",
+               2: "There's a cafeteria located on the first floor, serving breakfast and lunch. They say they close at 2 pm."}
+    question = "How many free lunches per week does the cafeteria give each employee?"
+    answer = "The cafeteria gives each employee 2 free lunches per week [1]."
+    out = attribute(answer, sources, question=question)
+    assert out.answer == answer and not out.changes
+    assert check_answer(out.answer, sources, question=question, sentences=out.sentences).unsupported
