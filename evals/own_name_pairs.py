@@ -26,7 +26,8 @@ import json
 import sys
 from pathlib import Path
 
-from assistant.answers.support import AnswerCheck, attribute, check_answer
+from assistant.answers.attribution import attribute
+from assistant.answers.support import AnswerCheck, check_answer
 
 VERBS = "load save render check build fetch handle export sync parse".split()
 NOUNS = "invoice profile report order ledger badge upload account shipment quota".split()

@@ -66,7 +66,8 @@ from assistant.answers.absent_terms import absent_words, not_in_documents
 from assistant.backends.model_choice import runs_packaged_model
 from assistant.answers.citations import CitationFilter, cited_numbers
 from assistant.answers.document_question import document_prompt
-from assistant.answers.support import NO_ANSWER, NOT_IN_DOCUMENTS, AnswerCheck, attribute, check_answer, language_of
+from assistant.answers.attribution import attribute
+from assistant.answers.support import NO_ANSWER, NOT_IN_DOCUMENTS, AnswerCheck, check_answer, language_of
 from assistant.answers.early_send import END, Started, counted_beside
 from assistant.answers.prompts import Prompt, PromptTooLong, build_prompt, early_prompt
 from assistant.answers.quotes import quote_block, quotes

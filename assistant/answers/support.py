@@ -54,13 +54,12 @@ A sentence is a claim when it has at least MIN_CLAIM_UNITS content units (or sta
 models answer "[1] 15"), is not a question and does not abstain. `abstained()` recognises English and Chinese ways of saying the documents do not hold the
 answer.
 
-`attribute()` runs before the check: a claim citing nothing, or only sources that do not support it,
-is given the source that supports it best, the names the asker introduces left out of it.
+`attribution.attribute()` runs before the check: a claim citing nothing, or only sources that do not
+support it, is given the source that supports it best.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -74,7 +73,7 @@ from assistant.answers.text_units import (
 )
 from assistant.answers.polarity import contradicts
 
-__all__ = ["NO_ANSWER", "NOT_IN_DOCUMENTS", "SUPPORT_THRESHOLD", "AnswerCheck", "Support", "abstained", "attribute",
+__all__ = ["NO_ANSWER", "NOT_IN_DOCUMENTS", "SUPPORT_THRESHOLD", "AnswerCheck", "Support", "abstained",
            "check_answer", "key_units", "language_of", "split_sentences", "support", "units"]
 
 SUPPORT_THRESHOLD = 0.6
@@ -271,7 +270,7 @@ def asker_words(unheld: frozenset[str]) -> frozenset[str]:
     return frozenset(u for u in unheld if not CJK_CHAR.search(u))
 
 
-def _askers(question: str, sources: dict[int, str], places: dict[int, str]) -> tuple[frozenset[str], frozenset[str]]:
+def askers(question: str, sources: dict[int, str], places: dict[int, str]) -> tuple[frozenset[str], frozenset[str]]:
     """The asker's words and the names the asker introduces (`asked.own_names`), which no source shown holds."""
     unheld = unheld_units(question, sources, places) if question else frozenset()
     return asker_words(unheld), own_names(question, unheld)
@@ -298,7 +297,7 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
     a claim that cites nothing, by any of them (a model that forgets its markers is not wrong for it).
     """
     places = places or {}
-    asked, own = _askers(question, sources, places)
+    asked, own = askers(question, sources, places)
     checks: list[SentenceCheck] = []
     citations = supported_citations = 0
     any_supported = False
@@ -387,63 +386,3 @@ def clause_supports(text: str, cited: list[int], sources: dict[int, str],
             if n not in best or s.score > best[n].score:
                 best[n] = s
     return {n: best.get(n, Support(0.0, False, -1, -1)) for n in cited}
-
-
-@dataclass(frozen=True)
-class Attribution:
-    """An answer with its citations put where the sources support them (see `attribute`)."""
-
-    answer: str  # the answer with markers added or corrected
-    changes: list[dict]  # per changed sentence: {"start", "end", "was", "now"} (offsets into `answer`)
-    sentences: list[Sentence] | None = None  # `answer`'s sentences when nothing changed: the check splits it once
-
-
-def _set_markers(text: str, numbers: list[int]) -> str:
-    """A sentence with its own markers replaced by `numbers`, placed before its end punctuation."""
-    bare = MARKER.sub("", text).rstrip()
-    bare = re.sub(r"\s+([.!?。！？；])$", r"\1", bare)
-    markers = "".join(f"[{n}]" for n in numbers)
-    m = re.search(r"[.!?。！？；][\"'”’)]*$", bare)
-    if m is None:
-        return f"{bare} {markers}"
-    gap = "" if CJK_CHAR.search(bare[m.start() - 1: m.start()] or "") else " "
-    return f"{bare[:m.start()]}{gap}{markers}{bare[m.start():]}"
-
-
-def attribute(answer: str, sources: dict[int, str], places: dict[int, str] | None = None,
-              question: str = "") -> Attribution:
-    """Citations where the sources support them: a claim that cites nothing, or cites only sources that
-    do not support it, is given the source that supports it best, when one does (score at least
-    SUPPORT_THRESHOLD; ties go to the lower number). Supported citations are never touched, nor are
-    claims no source supports: the check then reports them as unsupported. Small models often forget
-    their markers or cite the neighbour of the source they copied from; the reader should still see
-    which source says it. With the question, the names the asker introduces are left out of a claim (`asked.
-    own_names`: "在你的 `order_tracker.xlsx` 表格里" holds nothing a source could), but not the asker's other words: a
-    claim moved to a source on the rest of its words ("the cafeteria gives 2 free lunches" to a page with "2 pm")
-    is an invention given a citation."""
-    places = places or {}
-    own = _askers(question, sources, places)[1]
-    out: list[str] = []
-    changes: list[dict] = []
-    at = 0
-    sentences = split_sentences(answer)
-    for sentence in sentences:
-        if not is_claim(sentence.text):
-            continue
-        scores = {n: support(sentence.text, text, places.get(n, ""), own=own)  # each source once
-                  for n, text in sources.items() if text}
-        if any(scores[n].supported for n in sentence.cited if n in scores):
-            continue
-        best = max(((s.score, -n, n) for n, s in scores.items()), default=None)
-        if best is None or best[0] < SUPPORT_THRESHOLD:
-            continue
-        out.append(answer[at:sentence.start])
-        start = sum(len(piece) for piece in out)
-        fixed = _set_markers(sentence.text, [best[2]])
-        out.append(fixed)
-        changes.append({"start": start, "end": start + len(fixed), "was": list(sentence.cited), "now": [best[2]]})
-        at = sentence.end
-    out.append(answer[at:])
-    return Attribution("".join(out), changes, None if changes else sentences)
-
-

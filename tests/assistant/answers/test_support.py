@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from assistant.answers.attribution import attribute
 from assistant.answers.support import (
     NOT_IN_DOCUMENTS,
     SUPPORT_THRESHOLD,
     abstained,
-    attribute,
     check_answer,
     key_units,
     language_of,
@@ -578,3 +578,4 @@ def test_attribution_does_not_move_a_claim_on_the_rest_of_the_askers_words() -> 
     out = attribute(answer, sources, question=question)
     assert out.answer == answer and not out.changes
     assert check_answer(out.answer, sources, question=question, sentences=out.sentences).unsupported
+
