@@ -298,6 +298,7 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
     """
     places = places or {}
     asked, own = askers(question, sources, places)
+    scene = frozenset(units(question))
     checks: list[SentenceCheck] = []
     citations = supported_citations = 0
     any_supported = False
@@ -310,7 +311,7 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
             supports[n] = (support(sentence.text, text, places.get(n, ""), asked, own) if text
                            else Support(0.0, False, -1, -1))
         ok = any(s.supported for s in supports.values()) if supports else None
-        by_clause = (clause_supports(sentence.text, sentence.cited, sources, places, asked, own)
+        by_clause = (clause_supports(sentence.text, sentence.cited, sources, places, asked, own, scene)
                      if claim and ok is False else None)
         if by_clause:
             supports, ok = by_clause, True
@@ -366,13 +367,18 @@ def _backing(claim: SentenceCheck, cited: set[int], sources: dict[int, str], pla
 
 def clause_supports(text: str, cited: list[int], sources: dict[int, str],
                     places: dict[int, str], asked: frozenset[str] = frozenset(),
-                    own: frozenset[str] = frozenset()) -> dict[int, Support] | None:
+                    own: frozenset[str] = frozenset(), scene: frozenset[str] = frozenset()) -> dict[int, Support] | None:
     """A sentence that joins facts of several places ("vLLM is 0.4.0.post1 [1], the driver 525.147.05 [2]"),
     judged clause by clause: supported when each clause that states something is supported by one of the
     sources the sentence cites (its own markers first); per source, the best support of a clause (None when
-    some clause is not supported, or the sentence has a single clause)."""
+    some clause is not supported, or the sentence has a single clause). A clause made only of `scene`'s units
+    (the question's) states nothing: "在3月份那次72b多机推理全挂了，最后查出来是…NCCL_IB_HCA…" retells the asker's story
+    before its answer, which is judged alone."""
     parts = [c for c in clauses(text) if is_claim(c)]
     if len(parts) < 2:
+        return None
+    parts = [c for c in parts if not set(units(MARKER.sub("", c))) <= scene]
+    if not parts:
         return None
     # The clauses that cite or state a number carry the facts; the rest set the scene ("On the V100s, ...").
     parts = [c for c in parts if MARKER.search(c) or any(u[0].isdigit() for u in key_units(c))] or parts

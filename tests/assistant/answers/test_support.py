@@ -579,3 +579,16 @@ def test_attribution_does_not_move_a_claim_on_the_rest_of_the_askers_words() -> 
     assert out.answer == answer and not out.changes
     assert check_answer(out.answer, sources, question=question, sentences=out.sentences).unsupported
 
+
+def test_a_clause_that_retells_the_question_is_not_what_the_source_must_hold() -> None:
+    """A small model retells the asker's story before its answer, in the question's words: the clause made only of
+    them states nothing, and the answer after it is judged alone. An answer that only retells the question still
+    states nothing a source holds."""
+    report = (ROOT / "tests" / "fixtures" / "zh-reports" / "nccl-timeout-postmortem.md").read_text(encoding="utf-8")
+    cause = report[report.index("## 排查过程"):report.index("## 改进项")]
+    question = "3月份那次72b多机推理全挂了 最后查出来是启动脚本里哪个环境变量写死导致的"
+    answer = "在3月份那次72b多机推理全挂了，最后查出来是启动脚本里NCCL_IB_HCA环境变量写死导致的。[1]"
+    assert check_answer(answer, {1: cause}).unsupported, "without the question, the story is a claim of its own"
+    assert not check_answer(answer, {1: cause}, question=question).unsupported
+    parrot = "3月份那次72b多机推理全挂了，最后查出来是启动脚本里哪个环境变量写死导致的。[1]"
+    assert check_answer(parrot, {1: cause}, question=question).unsupported
