@@ -105,13 +105,19 @@ def _words(clause: str, clause_units: tuple[str, ...]) -> frozenset[str]:
 
 @lru_cache(maxsize=256)
 def _source_clauses(source: str) -> tuple[tuple[frozenset[str], frozenset[str], frozenset[tuple[str, str]]], ...]:
-    """Each clause of the source, read once for every claim checked against it: its units, its words (`_words`)
-    and the numbers it states with their measures."""
+    """Each clause of the source that states a number, read once for every claim checked against it: its units,
+    its words (`_words`) and the numbers it states with their measures. The clauses of its sentence that state
+    no number say what its numbers are too: "输入 1024 token、输出 256 token，作为标准档位" is the standard tier's."""
     out = []
-    for clause in (c for s, e in segments(source) for c in clauses(source[s:e])):
-        if found := units(clause):
+    for start, end in segments(source):
+        read = [(found, _words(c, found)) for c in clauses(source[start:end]) if (found := units(c))]
+        numbered = [(u, w) for u, w in read if any(x[0].isdigit() for x in u)]
+        scene = [(u, w) for u, w in read if not any(x[0].isdigit() for x in u)]
+        extra_units = frozenset().union(*(u for u, _ in scene))
+        extra_words = frozenset().union(*(w for _, w in scene))
+        for found, words in numbered:
             counted = frozenset((u, m) for k, u in enumerate(found) if u[0].isdigit() and (m := _measure(found, k)))
-            out.append((frozenset(found), _words(clause, found), counted))
+            out.append((frozenset(found) | extra_units, words | extra_words, counted))
     return tuple(out)
 
 

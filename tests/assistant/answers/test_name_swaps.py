@@ -90,3 +90,14 @@ def test_a_number_of_the_source_said_with_the_words_of_another_of_its_numbers_is
     assert not moved.supported and moved.contradicted
     assert support("Employees get 10 sick days a year [1].", leave).supported
     assert support("Employees get 13 vacation days and 10 sick days [1].", leave).supported
+
+
+def test_a_number_is_read_with_the_clauses_of_its_sentence_that_say_what_it_is() -> None:
+    """"输入 1024 token、输出 256 token，作为标准档位": the clause after the numbers says they are the standard tier's,
+    so "标准档的输入长度定为 1024 token" states them with their own words, not with those of the long-context tier's
+    8192 (whose clause shares "档" and "输入" with it)."""
+    method = ("数据集与请求长度\n\n默认数据集是内部整理的 ShareGPT 中文子集，共 5,000 条对话。 固定长度测试时，输入 1024 token、输出 256 "
+              "token，作为标准档位。 长上下文档位是输入 8192 token、输出 512 token。")
+    assert not moved_number("标准档的输入长度定为 1024 token、输出长度定为 256 token。", method)
+    assert support("标准档的输入长度定为 1024 token、输出长度定为 256 token。", method).supported
+    assert moved_number("标准档的输入长度定为 8192 token、输出长度定为 512 token。", method), "the long tier's numbers"
