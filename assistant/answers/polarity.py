@@ -48,25 +48,38 @@ def contradicts(claim: str, source_text: str, segs: tuple[tuple[int, int], ...],
     first, last = window
     stated, conditions = stated_clauses(claim)
     theirs = [stated_clauses(source_text[start:end]) for start, end in segs[first:last + 1]]
-    return (_flipped(stated, [c for said, _ in theirs for c in said])
-            or _flipped(conditions, [c for _, when in theirs for c in when]))
+    return (_flipped(stated, [(k, c) for k, (said, _) in enumerate(theirs) for c in said])
+            or _flipped(conditions, [(k, c) for k, (_, when) in enumerate(theirs) for c in when]))
 
 
-def _flipped(ours: list[str], theirs: list[str]) -> bool:
-    """Whether a clause of ours and one of theirs are each other's best match, share at least half of the shorter
-    one's units, and one of them is negated."""
+def _flipped(ours: list[str], theirs: list[tuple[int, str]]) -> bool:
+    """Whether a clause of ours and one of theirs (with the number of its sentence) are each other's best match,
+    share at least half of the shorter one's units, and one of them is negated, unless the sentence says ours in
+    two clauses (`_said_in_two`)."""
     mine = [(c, frozenset(units(c))) for c in ours]
-    other = [(d, frozenset(units(d))) for d in theirs]
+    other = [(k, d, frozenset(units(d))) for k, d in theirs]
     if not mine or not other:
         return False
-    shared = [[len(u & v) for _, v in other] for _, u in mine]
+    shared = [[len(u & v) for _, _, v in other] for _, u in mine]
     for i, (c, u) in enumerate(mine):
-        for j, (d, v) in enumerate(other):
+        for j, (k, d, v) in enumerate(other):
             mutual = shared[i][j] == max(shared[i]) == max(row[j] for row in shared)
             enough = shared[i][j] >= max(1, min(len(u), len(v)) / 2)
-            if mutual and enough and negated(c) != negated(d) and not _bound_against_value(c, d):
+            if not (mutual and enough and negated(c) != negated(d)) or _bound_against_value(c, d):
+                continue
+            beside = [(e, w) for m, (n, e, w) in enumerate(other) if n == k and m != j]
+            if not _said_in_two(c, frozenset(x for x in u - v if not negated(x)), beside):
                 return True
     return False
+
+
+def _said_in_two(clause: str, lacking: frozenset[str], beside: list[tuple[str, frozenset[str]]]) -> bool:
+    """Whether a clause of the matched one's sentence (`beside`, with their units) has our clause's polarity and
+    holds at least half of what the matched one lacks of ours (`lacking`, its negations aside): the sentence says
+    ours in two clauses. "春节前一周和年底最后两周不允许发布新版本" against "春节前一周和年底最后两周是发布冻结期，除紧急安全修复外不发布新版本": the
+    time in one clause, the "no release" in the next."""
+    return bool(lacking) and any(negated(e) == negated(clause) and len(lacking & w) * 2 >= len(lacking)
+                                 for e, w in beside)
 
 
 def _bound_against_value(one: str, other: str) -> bool:

@@ -50,3 +50,18 @@ def test_a_bound_agrees_with_the_value_it_limits_and_not_with_the_opposite_compa
     stay = "A stay in a hotel must not exceed 30 days."
     assert support("A stay in a hotel is 30 days at most.", stay).supported
     assert support("A stay in a hotel must exceed 30 days.", stay).contradicted
+
+
+def test_a_sentence_that_says_the_claim_in_two_clauses_does_not_contradict_it() -> None:
+    """"春节前一周和年底最后两周是发布冻结期，除紧急安全修复外不发布新版本": the weeks in one clause, the "no release" in the next.
+    A claim that joins them is what the sentence says; one that says the weeks allow releases is still flagged when
+    the sentence says no in the clause it matches."""
+    freeze = "## 冻结期\n\n春节前一周和年底最后两周是发布冻结期（code freeze），除紧急安全修复外不发布新版本。"
+    for claim in ("春节前一周和年底最后两周不允许发布新版本。", "不允许发布新版本的日期是春节前一周和年底最后两周。"):
+        check = support(claim, freeze)
+        assert check.supported and not check.contradicted, claim
+    wireless = "GSA IT does not provide wireless peripherals. You can request a standard keyboard and mouse from the IT desk."
+    assert support("GSA IT can provide a wireless keyboard and mouse.", wireless).contradicted
+    interns = "Interns do not get vacation days, but they get sick leave."
+    assert support("Interns get vacation days.", interns).contradicted
+    assert support("Interns get sick leave.", interns).supported
