@@ -47,7 +47,7 @@ KINDS = ("same", "paraphrase", "clause", "negation", "number", "moved_number", "
 MIN_UNITS = 6
 MAX_PER_FILE = 6
 
-EN_ADD = re.compile(r"\b(is|are|was|were|can|must|will|should|may|could)\b(?! not)(?!['’])", re.I)  # not "can't"
+EN_ADD = re.compile(r"\b(is|are|was|were|can|must|will|should|may|could)\b(?! not)", re.I)
 ZH_FLIP = [("不可以", "可以"), ("不能", "能"), ("不会", "会"), ("不需要", "需要"), ("不支持", "支持"), ("没有", "有"), ("不是", "是")]
 ZH_ADD = [("可以", "不可以"), ("需要", "不需要"), ("支持", "不支持"), ("能", "不能"), ("会", "不会"), ("必须", "不必"),
           ("是", "不是"), ("有", "没有")]

@@ -344,13 +344,12 @@ TITLE_NOT = re.compile(r"(?:(?<=[\w,] )|(?<=[(\"'“‘`]))Not(?= [A-Z])")
 
 @lru_cache(maxsize=4096)
 def negated(text: str) -> bool:
-    """Whether the statement says no: it holds an odd number of negation cues once a leading yes/no, code's `None`
-    values (CODE_NONE) and "Not" inside a name (TITLE_NOT) are set aside. Two say yes: "没有环境记录的结果不能用于容量
-    规划" and "没有环境记录的结果能用于容量规划" are each other's opposite."""
+    """Whether the statement says no: it holds a negation cue once a leading yes/no, code's `None` values
+    (CODE_NONE) and "Not" inside a name (TITLE_NOT) are set aside."""
     text = TITLE_NOT.sub(" ", CODE_NONE.sub(" ", text))
     plain_text = unicodedata.normalize("NFKC", MARKER.sub(" ", text)).casefold()
     plain_text = ANSWER_PARTICLE.sub("", plain_text)
-    return (len(NEGATION_EN.findall(plain_text)) + len(NEGATION_ZH.findall(plain_text))) % 2 == 1
+    return bool(NEGATION_EN.search(plain_text) or NEGATION_ZH.search(plain_text))
 
 
 # A comma or colon between two digits is part of a number or a time ("3,400", "10:00"), no clause's end.
