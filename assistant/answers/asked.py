@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import re
 
+import rjieba
+
 from assistant.answers.citations import MARKER
-from assistant.answers.text_units import CJK_CHAR, LIST_ITEM, TOKEN, held_words, key_units, plain, units, written_as_code
+from assistant.answers.text_units import CJK, LIST_ITEM, TOKEN, held_words, key_units, plain, units, written_as_code
 
 
 # A word in capitals, with a small inflection at most ("URLs", "POSTing").
@@ -21,6 +23,9 @@ OWNER = re.compile(r"\b(?:my|our|called|named)\b|我的|我们的|咱们的", re
 # a dash between spaces.
 PHRASE_END = re.compile(r"[,;:?!](?:\s|$)|[，；：？！。]|\s[-–—]\s")
 OWNED_WORDS = 3  # the words after an owner word that its phrase may name: "my project's `views.py` module"
+# A name of code right after an owner word, and the CJK run after it: "我的 `order_tracker.xlsx` 表格里", whose first
+# word says what the asker's thing is.
+OWN_KIND = re.compile(rf"\s*`?([^\s`{CJK}]+)`?\s*([{CJK}]+)")
 # A path or an address the asker writes: "/api/v2/orders", "./config/dev.py", "http://localhost:5000/login".
 PATH = re.compile(r"(?:\b[a-z][a-z0-9+.-]*://|(?<![\w.])(?:~|\.{1,2})?/)[^\s`'\"<>()\[\]]+", re.IGNORECASE)
 # The code the asker pastes: a fenced block, or a span in backticks.
@@ -38,19 +43,21 @@ def own_names(question: str, new: frozenset[str]) -> frozenset[str]:
     writes as a string or defines (`url_for('show_invoice')`, `def create_order():`). A developer names their own
     routes, functions and modules when asking how a library treats them, and no document holds those. A name of code
     the asker does not call theirs ("how does `flask.cache_manager` work in my app?") is the library's, which its
-    documents must hold; names written as words (Sydney, Tokyo, Kubernetes) are never the asker's. Where the owned
-    phrase names code, its CJK words in `new` are the asker's too: "我的 `order_tracker.xlsx` 表格" (an English
-    "spreadsheet" there is one of the asker's words already, `support.asker_words`)."""
+    documents must hold; names written as words (Sydney, Tokyo, Kubernetes) are never the asker's. Right after an
+    owner word, a name of code of the asker's and the first CJK word after it, when no source holds that word, say
+    what the asker's thing is: "我的 `order_tracker.xlsx` 表格里" (an English "spreadsheet" there is one of the asker's
+    words already, `support.asker_words`)."""
     named = [m.group(0) for m in PATH.finditer(question)] + [m.group(1) for m in ACRONYM.finditer(question)]
     for code in CODE.finditer(question):
         named.extend(next(g for g in p.groups()[1:] if g) for p in PASTED.finditer(code.group(1) or code.group(2)))
     out: set[str] = set()
     for m in OWNER.finditer(question):
-        phrase = PHRASE_END.split(question[m.end():], maxsplit=1)[0].split()[:OWNED_WORDS]
-        code = [w for word in phrase for t in TOKEN.finditer(plain(word)) if (w := t.group("word")) and written_as_code(w)]
-        named.extend(code)
-        if code:
-            out.update(u for word in phrase for u in units(word) if u in new and CJK_CHAR.search(u))
+        phrase = PHRASE_END.split(question[m.end():], maxsplit=1)[0]
+        for word in phrase.split()[:OWNED_WORDS]:
+            named.extend(w for t in TOKEN.finditer(plain(word)) if (w := t.group("word")) and written_as_code(w))
+        kind = OWN_KIND.match(phrase)
+        if kind and written_as_code(kind.group(1)) and set(units(kind.group(1))) & new:
+            out.update(u for u in units(rjieba.cut(kind.group(2))[0]) if u in new)
     for name in named:
         parts = set(units(name))
         if parts & new:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from assistant.answers.attribution import attribute
-from assistant.answers.support import check_answer, support
+from assistant.answers.asked import own_names
+from assistant.answers.support import check_answer, support, unheld_units
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -110,10 +111,14 @@ def test_the_words_of_the_thing_the_asker_names_as_theirs_are_the_askers_in_chin
     assert [(c["was"], c["now"]) for c in moved.changes] == [([2], [1])]
     check = check_answer(moved.answer, sources, question=question, sentences=moved.sentences)
     assert not check.unsupported and check.unknown_names == []
-    # Only with a name of code: the canteen of "我的食堂" is a thing the documents must hold.
-    canteen = check_answer("你的食堂午餐每餐补贴 150 元，无需发票。[1]", {1: "- 餐补：出差期间每天 150 元，无需发票。"},
-                           question="我的食堂午餐每餐补贴多少钱？")
-    assert canteen.unsupported
+    assert own_names(question, unheld_units(question, sources, {})) >= {"表格"}
+    assert not own_names(question, unheld_units(question, sources, {})) & {"新同", "同事"}, "the frame ends at its comma"
+    # Only the first word after a name of code: the canteen of "我的食堂", or of "我的 `budget.xlsx` 里食堂…" with no
+    # comma or space between, is a thing the documents must hold.
+    meals = {1: "- 餐补：出差期间每天 150 元，无需发票。"}
+    for asked in ("我的食堂午餐每餐补贴多少钱？", "在我的 `budget.xlsx` 里食堂午餐每餐补贴多少钱？", "在我的`budget.xlsx`里食堂午餐每餐补贴多少钱？"):
+        assert check_answer("食堂午餐每餐补贴 150 元，无需发票。[1]", meals, question=asked).unsupported, asked
+        assert attribute("食堂午餐每餐补贴 150 元，无需发票。[2]", meals, question=asked).changes == [], asked
 
 
 def test_attribution_does_not_move_a_claim_on_the_rest_of_the_askers_words() -> None:
