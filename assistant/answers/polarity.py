@@ -5,8 +5,9 @@ Pure and lexical, like the rest of the check (support.py calls `contradicts` on 
 from __future__ import annotations
 
 import re
+import unicodedata
 
-from assistant.answers.text_units import clauses, negated, units
+from assistant.answers.text_units import NEGATION_EN, NEGATION_ZH, clauses, negated, units
 
 CONDITION = re.compile(r"\b(?:if|unless|when|whenever)\b|如果|假如|除非", re.IGNORECASE)
 # A bound: "no more than 4 hours", "must not exceed $800", 不超过 800 元, 不晚于. Against a clause that states the
@@ -55,7 +56,7 @@ def contradicts(claim: str, source_text: str, segs: tuple[tuple[int, int], ...],
 def _flipped(ours: list[str], theirs: list[tuple[int, str]]) -> bool:
     """Whether a clause of ours and one of theirs (with the number of its sentence) are each other's best match,
     share at least half of the shorter one's units, and one of them is negated, unless the sentence says ours in
-    two clauses (`_said_in_two`)."""
+    two clauses (`_no_said_beside`)."""
     mine = [(c, frozenset(units(c))) for c in ours]
     other = [(k, d, frozenset(units(d))) for k, d in theirs]
     if not mine or not other:
@@ -68,18 +69,24 @@ def _flipped(ours: list[str], theirs: list[tuple[int, str]]) -> bool:
             if not (mutual and enough and negated(c) != negated(d)) or _bound_against_value(c, d):
                 continue
             beside = [(e, w) for m, (n, e, w) in enumerate(other) if n == k and m != j]
-            if not _said_in_two(c, frozenset(x for x in u - v if not negated(x)), beside):
+            if not _no_said_beside(c, v, frozenset(x for x in u - v if not negated(x)), beside):
                 return True
     return False
 
 
-def _said_in_two(clause: str, lacking: frozenset[str], beside: list[tuple[str, frozenset[str]]]) -> bool:
-    """Whether a clause of the matched one's sentence (`beside`, with their units) has our clause's polarity and
-    holds at least half of what the matched one lacks of ours (`lacking`, its negations aside): the sentence says
-    ours in two clauses. "春节前一周和年底最后两周不允许发布新版本" against "春节前一周和年底最后两周是发布冻结期，除紧急安全修复外不发布新版本": the
-    time in one clause, the "no release" in the next."""
-    return bool(lacking) and any(negated(e) == negated(clause) and len(lacking & w) * 2 >= len(lacking)
-                                 for e, w in beside)
+def _no_said_beside(clause: str, matched: frozenset[str], lacking: frozenset[str],
+                    beside: list[tuple[str, frozenset[str]]]) -> bool:
+    """Whether our clause says no to what the matched clause (`matched`, its units) does not state, and another
+    clause of its sentence (`beside`) says no too, holding at least half of what the matched one lacks of ours
+    (`lacking`, negations aside): the sentence says ours in two clauses. "春节前一周和年底最后两周不允许发布新版本"
+    against "春节前一周和年底最后两周是发布冻结期，除紧急安全修复外不发布新版本": the weeks in one clause, the "no release" in
+    the next. A "yes" is never so read ("周末可以发布新版本" against "周末是发布冻结期，不发布新版本"), nor a "no" to what the
+    matched clause states ("Interns don't get sick leave" against "Interns do not get vacation days, but they get
+    sick leave")."""
+    cue = NEGATION_EN.search(text := unicodedata.normalize("NFKC", clause).casefold()) or NEGATION_ZH.search(text)
+    said_no = units(text[cue.end():])[:1] if cue and negated(clause) else ()
+    return (bool(said_no) and said_no[0] not in matched and bool(lacking)
+            and any(negated(e) and len(lacking & w) * 2 >= len(lacking) for e, w in beside))
 
 
 def _bound_against_value(one: str, other: str) -> bool:

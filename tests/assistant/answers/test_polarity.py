@@ -54,8 +54,8 @@ def test_a_bound_agrees_with_the_value_it_limits_and_not_with_the_opposite_compa
 
 def test_a_sentence_that_says_the_claim_in_two_clauses_does_not_contradict_it() -> None:
     """"春节前一周和年底最后两周是发布冻结期，除紧急安全修复外不发布新版本": the weeks in one clause, the "no release" in the next.
-    A claim that joins them is what the sentence says; one that says the weeks allow releases is still flagged when
-    the sentence says no in the clause it matches."""
+    A "no" that joins them is what the sentence says; a "yes", or a "no" to what the matched clause states, is still
+    the opposite."""
     freeze = "## 冻结期\n\n春节前一周和年底最后两周是发布冻结期（code freeze），除紧急安全修复外不发布新版本。"
     for claim in ("春节前一周和年底最后两周不允许发布新版本。", "不允许发布新版本的日期是春节前一周和年底最后两周。"):
         check = support(claim, freeze)
@@ -65,3 +65,7 @@ def test_a_sentence_that_says_the_claim_in_two_clauses_does_not_contradict_it() 
     interns = "Interns do not get vacation days, but they get sick leave."
     assert support("Interns get vacation days.", interns).contradicted
     assert support("Interns get sick leave.", interns).supported
+    assert support("Interns don't get sick leave.", interns).contradicted
+    assert support("周末可以发布新版本。", "周末是发布冻结期，不发布新版本。").contradicted
+    assert support("Contractors in Chicago get paid leave.",
+                   "Contractors do not get paid leave, but Chicago staff get paid leave.").contradicted
