@@ -91,6 +91,17 @@ QUANTITY_ASKED = re.compile(r"\bhow (?:many|much)\b|多少|几(?:个|天|次|年
 AMOUNT_WORDS = frozenset("free unlimited none zero nothing half twice double all every no".split())
 
 
+# A question that asks for a thing, not for a yes or a no: "which variable", "how do I", 哪个, 怎么, 为什么.
+OPEN_ASKED = re.compile(r"\b(?:what|which|how|why|where|when|who|whom|whose)\b|什么|哪|怎么|怎样|如何|为什么|为何|多少|几|谁|多久|何时",
+                        re.IGNORECASE)
+
+
+def asks_open(question: str) -> bool:
+    """Whether the question asks for a thing (what, which, how...): then a clause of the answer that only repeats
+    it sets the scene; a yes-no question repeated is its answer ("GSA IT gives each remote employee a $500 stipend")."""
+    return bool(OPEN_ASKED.search(question))
+
+
 def asks_quantity(question: str) -> bool:
     return bool(QUANTITY_ASKED.search(question))
 

@@ -63,7 +63,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from assistant.answers.asked import asks_quantity, off_topic, own_names, states_quantity, unknown_names
+from assistant.answers.asked import asks_open, asks_quantity, off_topic, own_names, states_quantity, unknown_names
 from assistant.answers.citations import MARKER
 from assistant.answers.name_swaps import moved_number, swapped_name, swapped_number
 from assistant.answers.statements import NO_ANSWER, NOT_IN_DOCUMENTS, abstained, is_claim
@@ -298,7 +298,7 @@ def check_answer(answer: str, sources: dict[int, str], places: dict[int, str] | 
     """
     places = places or {}
     asked, own = askers(question, sources, places)
-    scene = frozenset(units(question))
+    scene = frozenset(units(question)) if asks_open(question) else frozenset()
     checks: list[SentenceCheck] = []
     citations = supported_citations = 0
     any_supported = False
@@ -372,7 +372,7 @@ def clause_supports(text: str, cited: list[int], sources: dict[int, str],
     judged clause by clause: supported when each clause that states something is supported by one of the
     sources the sentence cites (its own markers first); per source, the best support of a clause (None when
     some clause is not supported, or the sentence has a single clause). A clause made only of `scene`'s units
-    (the question's) states nothing: "在3月份那次72b多机推理全挂了，最后查出来是…NCCL_IB_HCA…" retells the asker's story
+    (an open question's, `asked.asks_open`) states nothing: "在3月份那次72b多机推理全挂了，最后查出来是…NCCL_IB_HCA…" retells the asker's story
     before its answer, which is judged alone."""
     parts = [c for c in clauses(text) if is_claim(c)]
     if len(parts) < 2:

@@ -136,7 +136,7 @@ def test_attribution_does_not_move_a_claim_on_the_rest_of_the_askers_words() -> 
 def test_a_clause_that_retells_the_question_is_not_what_the_source_must_hold() -> None:
     """A small model retells the asker's story before its answer, in the question's words: the clause made only of
     them states nothing, and the answer after it is judged alone. An answer that only retells the question still
-    states nothing a source holds."""
+    states nothing a source holds, and a yes-no question retold is the answer."""
     report = (ROOT / "tests" / "fixtures" / "zh-reports" / "nccl-timeout-postmortem.md").read_text(encoding="utf-8")
     cause = report[report.index("## 排查过程"):report.index("## 改进项")]
     question = "3月份那次72b多机推理全挂了 最后查出来是启动脚本里哪个环境变量写死导致的"
@@ -145,3 +145,8 @@ def test_a_clause_that_retells_the_question_is_not_what_the_source_must_hold() -
     assert not check_answer(answer, {1: cause}, question=question).unsupported
     parrot = "3月份那次72b多机推理全挂了，最后查出来是启动脚本里哪个环境变量写死导致的。[1]"
     assert check_answer(parrot, {1: cause}, question=question).unsupported
+    # A yes-no question repeated is its answer, which the source must hold.
+    equipment = "Equipment: GSA IT provides a laptop and a monitor to every employee working from home."
+    stipend = ("GSA IT gives each remote employee a $500 stipend, and provides a laptop and a monitor to every employee "
+               "working from home [1].")
+    assert check_answer(stipend, {1: equipment}, question="Does GSA IT give each remote employee a $500 stipend?").unsupported
