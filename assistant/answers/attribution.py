@@ -67,5 +67,3 @@ def attribute(answer: str, sources: dict[int, str], places: dict[int, str] | Non
         at = sentence.end
     out.append(answer[at:])
     return Attribution("".join(out), changes, None if changes else sentences)
-
-
