@@ -92,8 +92,8 @@ AMOUNT_WORDS = frozenset("free unlimited none zero nothing half twice double all
 
 
 # A question that asks for a thing, not for a yes or a no: "which variable", "how do I", 哪个, 怎么, 为什么.
-OPEN_ASKED = re.compile(r"\b(?:what|which|how|why|where|when|who|whom|whose)\b|什么|哪|怎么|怎样|如何|为什么|为何|多少|几|谁|多久|何时",
-                        re.IGNORECASE)
+OPEN_ASKED = re.compile(r"\b(?:what|which|how|why|where|when|who|whom|whose)\b"
+                        r"|什么|哪|怎么|怎样|如何|为什么|为何|多少|几|谁|多久|何时", re.IGNORECASE)
 
 
 def asks_open(question: str) -> bool:

@@ -372,8 +372,8 @@ def clause_supports(text: str, cited: list[int], sources: dict[int, str],
     judged clause by clause: supported when each clause that states something is supported by one of the
     sources the sentence cites (its own markers first); per source, the best support of a clause (None when
     some clause is not supported, or the sentence has a single clause). A clause made only of `scene`'s units
-    (an open question's, `asked.asks_open`) states nothing: "在3月份那次72b多机推理全挂了，最后查出来是…NCCL_IB_HCA…" retells the asker's story
-    before its answer, which is judged alone."""
+    (an open question's, `asked.asks_open`) states nothing: "在3月份那次72b多机推理全挂了，最后查出来是…NCCL_IB_HCA…"
+    retells the asker's story before its answer, which is judged alone."""
     parts = [c for c in clauses(text) if is_claim(c)]
     if len(parts) < 2:
         return None
