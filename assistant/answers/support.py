@@ -189,13 +189,17 @@ def _score(claim_units: frozenset[str], keys: frozenset[str], window: set[str]) 
     return found * key_share, found
 
 
-@lru_cache(maxsize=512)  # one answer scores a claim against a source in attribute, the check and its quotes
 def support(claim: str, source_text: str, place: str = "", asked: frozenset[str] = frozenset(),
             own: frozenset[str] = frozenset()) -> Support:
     """How well source_text, shown under `place`, supports claim, and the window of the text that does
     (see the module docstring). `asked`: the asker's own words (`asker_words`); a claim that repeats them is
     judged on the rest. `own`: the names the asker introduces (`asked.own_names`: "my `logout_user` view",
     "/api/v2/orders"), which a claim may repeat as it repeats the asker's words, names though they are."""
+    return _support(claim, source_text, place, asked, own)  # one cache key however the caller passes them
+
+
+@lru_cache(maxsize=512)  # one answer scores a claim against a source in attribute, the check and its quotes
+def _support(claim: str, source_text: str, place: str, asked: frozenset[str], own: frozenset[str]) -> Support:
     claim = LIST_ITEM.sub("", claim)
     claim_units = frozenset(units(claim))
     if not claim_units or not source_text.strip():
