@@ -5,9 +5,8 @@ Pure and lexical, like the rest of the check (support.py calls `contradicts` on 
 from __future__ import annotations
 
 import re
-import unicodedata
 
-from assistant.answers.text_units import NEGATION_EN, NEGATION_ZH, clauses, negated, units
+from assistant.answers.text_units import clauses, negated, said_no, units
 
 CONDITION = re.compile(r"\b(?:if|unless|when|whenever)\b|如果|假如|除非", re.IGNORECASE)
 # A bound: "no more than 4 hours", "must not exceed $800", 不超过 800 元, 不晚于. Against a clause that states the
@@ -83,9 +82,8 @@ def _no_said_beside(clause: str, matched: frozenset[str], lacking: frozenset[str
     the next. A "yes" is never so read ("周末可以发布新版本" against "周末是发布冻结期，不发布新版本"), nor a "no" to what the
     matched clause states ("Interns don't get sick leave" against "Interns do not get vacation days, but they get
     sick leave")."""
-    cue = NEGATION_EN.search(text := unicodedata.normalize("NFKC", clause).casefold()) or NEGATION_ZH.search(text)
-    said_no = units(text[cue.end():])[:1] if cue and negated(clause) else ()
-    return (bool(said_no) and said_no[0] not in matched and bool(lacking)
+    first = units(said_no(clause) or "")[:1]  # the word it says no to
+    return (bool(first) and first[0] not in matched and bool(lacking)
             and any(negated(e) and len(lacking & w) * 2 >= len(lacking) for e, w in beside))
 
 

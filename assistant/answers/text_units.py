@@ -343,13 +343,19 @@ TITLE_NOT = re.compile(r"(?:(?<=[\w,] )|(?<=[(\"'“‘`]))Not(?= [A-Z])")
 
 
 @lru_cache(maxsize=4096)
-def negated(text: str) -> bool:
-    """Whether the statement says no: it holds a negation cue once a leading yes/no, code's `None` values
-    (CODE_NONE) and "Not" inside a name (TITLE_NOT) are set aside."""
+def said_no(text: str) -> str | None:
+    """What the statement says no to: its text after its first negation cue, once a leading yes/no, code's `None`
+    values (CODE_NONE) and "Not" inside a name (TITLE_NOT) are set aside; None when it holds no cue."""
     text = TITLE_NOT.sub(" ", CODE_NONE.sub(" ", text))
     plain_text = unicodedata.normalize("NFKC", MARKER.sub(" ", text)).casefold()
     plain_text = ANSWER_PARTICLE.sub("", plain_text)
-    return bool(NEGATION_EN.search(plain_text) or NEGATION_ZH.search(plain_text))
+    cues = [m for m in (NEGATION_EN.search(plain_text), NEGATION_ZH.search(plain_text)) if m]
+    return plain_text[min(m.end() for m in cues):] if cues else None
+
+
+def negated(text: str) -> bool:
+    """Whether the statement says no: it holds a negation cue (`said_no`)."""
+    return said_no(text) is not None
 
 
 # A comma or colon between two digits is part of a number or a time ("3,400", "10:00"), no clause's end.
