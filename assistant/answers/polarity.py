@@ -65,11 +65,33 @@ def _flipped(ours: list[str], theirs: list[tuple[int, str]]) -> bool:
         for j, (k, d, v) in enumerate(other):
             mutual = shared[i][j] == max(shared[i]) == max(row[j] for row in shared)
             enough = shared[i][j] >= max(1, min(len(u), len(v)) / 2)
-            if not (mutual and enough and negated(c) != negated(d)) or _bound_against_value(c, d):
+            if not (mutual and enough):
                 continue
             beside = [(e, w) for m, (n, e, w) in enumerate(other) if n == k and m != j]
+            if negated(c) == negated(d):
+                if not negated(c) and _no_said_to_ours(u, v, beside):
+                    return True
+                continue
+            if _bound_against_value(c, d):
+                continue
             if not _no_said_beside(c, v, frozenset(x for x in u - v if not negated(x)), beside):
                 return True
+    return False
+
+
+def _no_said_to_ours(ours: frozenset[str], matched: frozenset[str], beside: list[tuple[str, frozenset[str]]]) -> bool:
+    """Whether, our clause and its match both saying yes, another clause of the matched one's sentence says no to
+    what ours adds to the match: every unit of what it says no to is ours, and not all of them the match's. "春节前一周
+    可以发布新版本" against "春节前一周和年底最后两周是发布冻结期，除紧急安全修复外不发布新版本": the weeks in one clause, the "no
+    release" in the next. A "no" to something ours does not state is no answer to it ("Interns get sick leave"
+    against "Interns do not get vacation days, but they get sick leave"), nor is a bound ("其他城市不超过 500 元")."""
+    for e, _ in beside:
+        said = said_no(e)
+        if said is None or (BOUND.search(e) and not negated(BOUND.sub(" ", e))):
+            continue
+        no_to = frozenset(units(said))
+        if no_to and no_to <= ours and not no_to <= matched:
+            return True
     return False
 
 

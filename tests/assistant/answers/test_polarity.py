@@ -67,3 +67,19 @@ def test_a_sentence_that_says_the_claim_in_two_clauses_does_not_contradict_it() 
     assert support("周末可以发布新版本。", "周末是发布冻结期，不发布新版本。").contradicted
     assert support("Contractors in Chicago get paid leave.",
                    "Contractors do not get paid leave, but Chicago staff get paid leave.").contradicted
+
+
+def test_a_yes_to_what_the_next_clause_of_its_sentence_says_no_to_is_the_opposite() -> None:
+    """The claim matches the clause that names the weeks, and that clause says neither yes nor no: the "no release"
+    is in the next clause of the same sentence. A "no" there to something the claim does not state leaves it
+    supported."""
+    freeze = "## 冻结期\n\n春节前一周和年底最后两周是发布冻结期（code freeze），除紧急安全修复外不发布新版本。"
+    for claim in ("春节前一周可以发布新版本。", "年底最后两周可以发布新版本。"):
+        check = support(claim, freeze)
+        assert check.contradicted and not check.supported, claim
+    assert support("春节前一周和年底最后两周是发布冻结期。", freeze).supported
+    kit = "GSA IT provides a monitor, but it does not provide a keyboard."
+    assert support("GSA IT provides a monitor and a keyboard.", kit).contradicted
+    assert support("GSA IT provides a monitor.", kit).supported
+    cities = "出差住宿：一线城市每晚 800 元，其他城市不超过 500 元。"
+    assert support("一线城市每晚住宿 800 元。", cities).supported
