@@ -8,7 +8,7 @@ import re
 
 from assistant.answers.text_units import clauses, negated, said_no, units
 
-CONDITION = re.compile(r"\b(?:if|unless|when|whenever)\b|如果|假如|除非", re.IGNORECASE)
+CONDITION = re.compile(r"\b(?:if|unless|when|whenever|as long as|provided that)\b|如果|假如|除非|只要", re.IGNORECASE)
 # A bound: "no more than 4 hours", "must not exceed $800", 不超过 800 元, 不晚于. Against a clause that states the
 # value without comparing ("the RTO is 4 hours", "RTO 目标是 4 小时") it agrees; against the comparison without the
 # "not" ("more than 4 hours", 超过 800 元) it is the opposite.

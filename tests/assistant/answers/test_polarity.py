@@ -4,7 +4,7 @@ and the "Not" of a name ("405 Method Not Allowed") are no "no", while prose's "N
 from __future__ import annotations
 
 from assistant.answers.support import support
-from assistant.answers.text_units import negated
+from assistant.answers.text_units import negated, said_no
 
 LOADER_CHUNK = ('class DispatchingJinjaLoader(BaseLoader):\n    """A loader that looks for templates in the application and all\n'
                 '    the blueprint folders.\n    """\ndef __init__(self, app: App) -> None:\n        self.app = app')
@@ -83,3 +83,17 @@ def test_a_yes_to_what_the_next_clause_of_its_sentence_says_no_to_is_the_opposit
     assert support("GSA IT provides a monitor.", kit).supported
     cities = "出差住宿：一线城市每晚 800 元，其他城市不超过 500 元。"
     assert support("一线城市每晚住宿 800 元。", cities).supported
+
+
+def test_what_there_is_no_of_is_the_thing_and_a_condition_after_as_long_as_is_a_condition() -> None:
+    """没有 is one cue ("there is no"): what it says no to is 残留模块, not 有残留模块, so that a yes to the thing is read
+    against it. "as long as" opens a condition as "if" does: its "don't" says when, not what."""
+    assert said_no("确认没有残留模块。") == "残留模块。"
+    unload = "卸载后执行 lsmod | grep nvidia，确认没有残留模块。"
+    assert support("卸载后执行 lsmod | grep nvidia 可以残留模块。", unload).contradicted
+    assert support("卸载后执行 lsmod | grep nvidia。", unload).supported
+    figma = "Figma plugins are okay to use and don't require approval as long as they don't integrate with other SaaS products."
+    assert support("Figma plugins require approval as long as they don't integrate with other SaaS products.",
+                   figma).contradicted
+    assert support("Figma plugins don't require approval as long as they don't integrate with other SaaS products.",
+                   figma).supported
