@@ -19,7 +19,10 @@ sentence with its neighbours). Each gives pairs of known verdicts:
 - `name`: a name it holds (a capitalised word, an identifier, a Latin word in Chinese text) replaced by a name
   of another file of the corpus that this passage never uses (not supported);
 - `source_swap`: the sentence against a passage of another file that shares the most words with it without
-  stating it (less than 60 % of its units: pages that repeat a sentence are no swap; not supported).
+  stating it (less than 60 % of its units: pages that repeat a sentence are no swap; not supported);
+- `no_beside`: a sentence whose first clause says yes and a later clause says no ("春节前一周和年底最后两周是发布冻结期，
+  除紧急安全修复外不发布新版本"), made one clause that says yes to both: the first clause and what the later one says
+  no to, joined by "to" or 可以 ("…是发布冻结期可以发布新版本"; not supported: the sentence says the opposite).
 
 The agreement of `support()` with the known verdict is reported per kind and language, on the split of the
 files that was not used to shape the check (a file is `tune` when the first byte of the SHA-256 of its path
@@ -43,7 +46,7 @@ import rjieba
 from assistant.answers.support import support
 from assistant.answers.text_units import clauses, language_of, negated, segments, units
 
-KINDS = ("same", "paraphrase", "clause", "negation", "number", "moved_number", "name", "source_swap")
+KINDS = ("same", "paraphrase", "clause", "negation", "number", "moved_number", "name", "source_swap", "no_beside")
 MIN_UNITS = 6
 MAX_PER_FILE = 6
 
@@ -126,6 +129,33 @@ def negate(claim: str, zh: bool) -> str | None:
         return None
     m = EN_ADD.search(claim)
     return claim[: m.end()] + " not" + claim[m.end():] if m else None
+
+
+# A clause that says no, and what it says no to; a bound ("no more than 4 hours", 不超过) limits, it does not deny;
+# a condition ("if it is not signed") says when. Read apart from the check's own reading of negation.
+NO_SAID_EN = re.compile(r"(?:\b(?:not|never|no)\b|n['’]t\b)\s*(?P<rest>.+)", re.I)
+NO_SAID_ZH = re.compile(r"(?:不|没有?|无)(?P<rest>.+)")
+# A question put inside a sentence says neither yes nor no: 有没有阻碍 "whether there are blockers", "may or may not".
+EITHER = re.compile(r"(.)[不没]\1|\bor (?:may |do |does |is |are )?not\b", re.I)
+BOUND_OR_CONDITION = re.compile(r"\b(?:no|not)\s+(?:more|less|later|earlier|fewer|greater|longer)\s+than\b"
+                                r"|\bexceed|\b(?:if|unless|when|whenever)\b|不(?:超过|高于|低于|多于|少于|晚于|早于)|如果|除非",
+                                re.I)
+
+
+def yes_beside_no(claim: str, zh: bool) -> str | None:
+    """The sentence's first clause that says yes, made one clause with what a later clause says no to, said as a
+    yes; None where the sentence has no such pair of clauses."""
+    said = NO_SAID_ZH if zh else NO_SAID_EN
+    parts = [c.strip(" ，,;；:：。.") for c in clauses(claim) if not EITHER.search(c)]
+    plain = [i for i, c in enumerate(parts) if c and not said.search(c) and not BOUND_OR_CONDITION.search(c)]
+    if not plain:
+        return None
+    for later in parts[plain[0] + 1:]:
+        m = said.search(later)
+        if m and not BOUND_OR_CONDITION.search(later) and len(set(units(m.group("rest")))) >= 2:
+            rest = m.group("rest").strip(" ，,;；。.")
+            return f"{parts[plain[0]]}可以{rest}。" if zh else f"{parts[plain[0]]} to {rest}."
+    return None
 
 
 def change_number(claim: str) -> str | None:
@@ -236,6 +266,7 @@ def derive(roots: list[Path], seed: int = 0) -> list[Pair]:
                 add("clause", moved[0], True)
                 add("moved_number", moved[1], False)
             add("name", swap_name(claim, passage, others, zh, rng), False)
+            add("no_beside", yes_beside_no(claim, zh), False)
             claim_units = set(units(claim))
             # Another file's closest passage that does not state the sentence itself (pages repeat sentences).
             elsewhere = [(len(claim_units & pu), p) for f, p, pu in passages

@@ -131,3 +131,20 @@ def test_the_headline_counts_outcomes_and_the_crag_score():
     line = headline(rows)
     assert line["crag_score"] == round((1 + 0 - 1 + 1 - 1) / 5, 4)
     assert line["right_answer"] == line["invention"] == 1
+
+
+def test_a_yes_made_of_a_clause_and_what_the_next_clause_says_no_to_is_a_contrast_pair(tmp_path):
+    (tmp_path / "release.md").write_text(
+        "# 发布\n\n春节前一周和年底最后两周是发布冻结期，除紧急安全修复外不发布新版本。\n", encoding="utf-8")
+    (tmp_path / "kit.md").write_text(
+        "# Kit\n\nGSA IT provides a monitor for the home office, but it does not provide a wireless keyboard.\n",
+        encoding="utf-8")
+    pairs = {(p.kind, p.language): p for p in contrast_pairs.derive([tmp_path])}
+    assert pairs[("no_beside", "zh")].claim == "春节前一周和年底最后两周是发布冻结期可以发布新版本。"
+    assert pairs[("no_beside", "en")].claim == ("GSA IT provides a monitor for the home office to provide a wireless "
+                                                "keyboard.")
+    assert not pairs[("no_beside", "en")].supported
+    assert contrast_pairs.yes_beside_no("每人只说三件事：今天计划做什么、有没有阻碍（blocker）。", True) is None
+    report = contrast_pairs.agreement(list(pairs.values()))
+    assert report["by_kind"]["no_beside"]["zh"]["agreement"] == 1.0, report["misses"]
+    assert report["by_kind"]["no_beside"]["en"]["agreement"] == 1.0, report["misses"]
