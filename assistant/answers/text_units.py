@@ -324,11 +324,12 @@ def language_of(text: str) -> str:
 
 
 # A negation cue: English words (and n't, and what forbids), Chinese characters that negate what follows (and 禁,
-# forbid; 没有 "there is no" one cue, so that what it says no to is the thing, not 有), without the common
+# forbid; 没有 "there is no", 不要, 不得, 不能, 不可, 不用, 不必 each one cue where no excluded character follows, so
+# that what it says no to is the thing, not 有 or 要), without the common
 # words they only begin (非常 "very", 未来 "future", 不同 "different", 无论 "whatever", 不过 "but", 别的 "other").
 NEGATION_EN = re.compile(r"\b(?:not|no|never|none|nothing|nobody|neither|nor|cannot|without|prohibited|forbidden)\b"
                          r"|n['’]t\b")
-NEGATION_ZH = re.compile(r"(?:没有|不|没|未|无|非|勿|别)(?!同|过|仅|但|久|少|断|管|论|常|来|限|外|然|如|妨|止|错|的)|禁")
+NEGATION_ZH = re.compile(r"(?:没有|不要|不得|不能|不可以|不可|不用|不必|不|没|未|无|非|勿|别)(?!同|过|仅|但|久|少|断|管|论|常|来|限|外|然|如|妨|止|错|的)|禁")
 # "Yes, ..." / "No, ...": the answer to a yes-no question, not a negation of what follows.
 ANSWER_PARTICLE = re.compile(r"^\W*(?:yes|no|是的|不是|对|不)\s*[,，.。!！:：]\s*")
 

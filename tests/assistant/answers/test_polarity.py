@@ -89,11 +89,47 @@ def test_what_there_is_no_of_is_the_thing_and_a_condition_after_as_long_as_is_a_
     """没有 is one cue ("there is no"): what it says no to is 残留模块, not 有残留模块, so that a yes to the thing is read
     against it. "as long as" opens a condition as "if" does: its "don't" says when, not what."""
     assert said_no("确认没有残留模块。") == "残留模块。"
-    unload = "卸载后执行 lsmod | grep nvidia，确认没有残留模块。"
-    assert support("卸载后执行 lsmod | grep nvidia 可以残留模块。", unload).contradicted
-    assert support("卸载后执行 lsmod | grep nvidia。", unload).supported
+    unload = "驱动卸载以后，没有残留的内核模块。"
+    assert support("驱动卸载以后可以残留内核模块。", unload).contradicted
+    assert support("驱动卸载以后没有残留的内核模块。", unload).supported
     figma = "Figma plugins are okay to use and don't require approval as long as they don't integrate with other SaaS products."
     assert support("Figma plugins require approval as long as they don't integrate with other SaaS products.",
                    figma).contradicted
     assert support("Figma plugins don't require approval as long as they don't integrate with other SaaS products.",
                    figma).supported
+
+
+def test_a_no_said_of_another_subject_or_asked_or_instead_is_no_opposite() -> None:
+    """A "no" in the source's sentence that is another subject's, a question put in the sentence, or the other
+    half of "A instead of B", says nothing against a claim that says yes; and a claim that states a rule's other
+    case (both its statement and its condition turned) does not contradict it."""
+    supported = [
+        ("Full-time staff get a phone.", "Full-time staff get a laptop and a phone, while contractors get no phone."),
+        ("Admins can export data.", "Admins can delete projects and export data, but viewers cannot export data."),
+        ("The Pro plan includes audit logs.", "The Pro plan includes SSO and audit logs, while the Free plan has no "
+                                              "audit logs."),
+        ("工作日晚上可以部署到预发环境。", "工作日晚上可以部署，周末不部署到预发环境。"),
+        ("The stipend covers phone bills.", "The stipend covers internet and phone bills, but not phones."),
+        ("Urgent tickets are triaged within 4 hours.", "Tickets are triaged within 4 hours, whether or not they "
+                                                       "are urgent."),
+        ("站会上每人说明今天的计划和阻碍。", "站会上每人说明今天的计划，以及有没有阻碍。"),
+        ("Backups are stored in S3 rather than on local disk.", "Backups run nightly and are stored in S3, not on "
+                                                                "local disk."),
+        ("Staff sign in with Okta instead of passwords.", "Staff sign in with Okta, not with passwords."),
+        ("实习生没有带薪年假。", "实习生享有带薪病假，但没有带薪年假。"),
+        ("You can use the VPN as long as your laptop is not jailbroken.", "You cannot use the VPN if your laptop "
+                                                                          "is jailbroken."),
+        ("只要经理批准，员工可以远程办公。", "员工不可以远程办公，除非经理批准。"),
+        ("员工只要没有违规就可以保留电脑。", "员工如果违规，不可以保留电脑。"),
+    ]
+    for claim, source in supported:
+        check = support(claim, source)
+        assert check.supported and not check.contradicted, claim
+    contradicted = [
+        ("Contractors in Chicago get paid leave.", "Contractors do not get paid leave, but Chicago staff get paid "
+                                                   "leave."),
+        ("只要经理批准，员工就不可以远程办公。", "只要经理批准，员工就可以远程办公。"),
+        ("只要求提供发票即可报销。", "报销不要求提供发票。"),
+    ]
+    for claim, source in contradicted:
+        assert support(claim, source).contradicted, claim
