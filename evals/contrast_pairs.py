@@ -20,9 +20,10 @@ sentence with its neighbours). Each gives pairs of known verdicts:
   of another file of the corpus that this passage never uses (not supported);
 - `source_swap`: the sentence against a passage of another file that shares the most words with it without
   stating it (less than 60 % of its units: pages that repeat a sentence are no swap; not supported);
-- `no_beside`: a sentence whose first clause says yes and a later clause says no ("春节前一周和年底最后两周是发布冻结期，
-  除紧急安全修复外不发布新版本"), made one clause that says yes to both: the first clause and what the later one says
-  no to, joined by "to" or 可以 ("…是发布冻结期可以发布新版本"; not supported: the sentence says the opposite).
+- `yes_beside` and `no_beside`, from every sentence (not only the six a file) whose first clause says yes and a later
+  clause begins with its "no" ("春节前一周和年底最后两周是发布冻结期，除紧急安全修复外不发布新版本"): the first clause alone
+  (supported: the "no" beside it is not said of it), and that clause made one with what the later one says no to,
+  joined by "to" or 可以 ("…是发布冻结期可以发布新版本"; not supported: the sentence says the opposite).
 
 The agreement of `support()` with the known verdict is reported per kind and language, on the split of the
 files that was not used to shape the check (a file is `tune` when the first byte of the SHA-256 of its path
@@ -46,7 +47,8 @@ import rjieba
 from assistant.answers.support import support
 from assistant.answers.text_units import clauses, language_of, negated, segments, units
 
-KINDS = ("same", "paraphrase", "clause", "negation", "number", "moved_number", "name", "source_swap", "no_beside")
+KINDS = ("same", "paraphrase", "clause", "negation", "number", "moved_number", "name", "source_swap", "yes_beside",
+         "no_beside")
 MIN_UNITS = 6
 MAX_PER_FILE = 6
 
@@ -113,8 +115,11 @@ def negate(claim: str, zh: bool) -> str | None:
     auxiliary (English) or before its first verb of a known set (Chinese); None where no rule applies."""
     if zh:
         for old, new in ZH_FLIP:
-            if old in claim:
-                return claim.replace(old, new, 1)
+            # Not inside a question put in the sentence (有没有, 是不是, 可不可以): it says neither yes nor no.
+            at = next((i for i in range(len(claim)) if claim.startswith(old, i) and not (i and claim[i - 1] == old[1])),
+                      None)
+            if at is not None:
+                return claim[:at] + new + claim[at + len(old):]
         words = rjieba.cut(claim, False)  # a verb is negated where it is a word: not the 能 of 可能
         for old, new in ZH_ADD:
             if old in words:
@@ -132,29 +137,41 @@ def negate(claim: str, zh: bool) -> str | None:
 
 
 # A clause that says no, and what it says no to; a bound ("no more than 4 hours", 不超过) limits, it does not deny;
-# a condition ("if it is not signed") says when. Read apart from the check's own reading of negation.
+# a condition ("if it is not signed") says when. Read apart from the check's own reading of negation. Chinese: not
+# the words a negation character only begins (不同 "different", 不断, 不仅, 无论).
 NO_SAID_EN = re.compile(r"(?:\b(?:not|never|no)\b|n['’]t\b)\s*(?P<rest>.+)", re.I)
-NO_SAID_ZH = re.compile(r"(?:不|没有?|无)(?P<rest>.+)")
+NO_SAID_ZH = re.compile(r"(?:不得|不要|不能|不可以|不可|不用|不必|没有|不|没|无|未)"
+                        r"(?!同|过|仅|但|久|少|断|管|论|常|来|限|外|然|如|妨|止|错|的)(?P<rest>.+)")
+# A later clause whose "no" is said of the sentence's own subject begins with it: after a connective, an exception
+# ("除紧急安全修复外", "except for hotfixes"), a pronoun and its auxiliary ("it does not"), or a word of manner (尽量).
+NO_FIRST_EN = re.compile(r"^(?:(?:and|but|so|yet|while)\s+)?(?:except\b[^,]*\s+)?(?:(?:it|they|we|you|this|these)\s+)?"
+                         r"(?:(?:do|does|did|is|are|was|were|can|will|should|must|may|has|have)\s*)?"
+                         r"(?:not|never|no)\b|^(?:(?:it|they|we|you)\s+)?(?:do|does|did|is|are|can|should|must)n['’]t\b",
+                         re.I)
+NO_FIRST_ZH = re.compile(r"^(?:但是|但|而且|而|并且|并)?(?:除(?:了)?[^，,]*?外)?(?:尽量|务必|千万|请)?(?:不|没|无|未)")
 # A question put inside a sentence says neither yes nor no: 有没有阻碍 "whether there are blockers", "may or may not".
-EITHER = re.compile(r"(.)[不没]\1|\bor (?:may |do |does |is |are )?not\b", re.I)
+EITHER = re.compile(r"(.)[不没]\1|\bor (?:may |do |does |is |are )?not\b|\bno matter\b|\bnot only\b", re.I)
 BOUND_OR_CONDITION = re.compile(r"\b(?:no|not)\s+(?:more|less|later|earlier|fewer|greater|longer)\s+than\b"
                                 r"|\bexceed|\b(?:if|unless|when|whenever)\b|不(?:超过|高于|低于|多于|少于|晚于|早于)|如果|除非",
                                 re.I)
 
 
-def yes_beside_no(claim: str, zh: bool) -> str | None:
-    """The sentence's first clause that says yes, made one clause with what a later clause says no to, said as a
-    yes; None where the sentence has no such pair of clauses."""
-    said = NO_SAID_ZH if zh else NO_SAID_EN
+def yes_beside_no(claim: str, zh: bool) -> tuple[str, str] | None:
+    """The sentence's first clause that says yes (alone, as an answer states one fact of a sentence), and that clause
+    made one with what a later clause that begins with its "no" says no to, said as a yes; None where the sentence
+    has no such pair of clauses."""
+    said, first = (NO_SAID_ZH, NO_FIRST_ZH) if zh else (NO_SAID_EN, NO_FIRST_EN)
     parts = [c.strip(" ，,;；:：。.") for c in clauses(claim) if not EITHER.search(c)]
     plain = [i for i, c in enumerate(parts) if c and not said.search(c) and not BOUND_OR_CONDITION.search(c)]
     if not plain:
         return None
     for later in parts[plain[0] + 1:]:
         m = said.search(later)
-        if m and not BOUND_OR_CONDITION.search(later) and len(set(units(m.group("rest")))) >= 2:
+        if (m and first.search(later) and not BOUND_OR_CONDITION.search(later)
+                and len(set(units(m.group("rest")))) >= 2):
             rest = m.group("rest").strip(" ，,;；。.")
-            return f"{parts[plain[0]]}可以{rest}。" if zh else f"{parts[plain[0]]} to {rest}."
+            yes = parts[plain[0]]
+            return (f"{yes}。", f"{yes}可以{rest}。") if zh else (f"{yes}.", f"{yes} to {rest}.")
     return None
 
 
@@ -266,13 +283,18 @@ def derive(roots: list[Path], seed: int = 0) -> list[Pair]:
                 add("clause", moved[0], True)
                 add("moved_number", moved[1], False)
             add("name", swap_name(claim, passage, others, zh, rng), False)
-            add("no_beside", yes_beside_no(claim, zh), False)
             claim_units = set(units(claim))
             # Another file's closest passage that does not state the sentence itself (pages repeat sentences).
             elsewhere = [(len(claim_units & pu), p) for f, p, pu in passages
                          if f != name and len(claim_units & pu) < 0.6 * len(claim_units)]
             if elsewhere:
                 add("source_swap", claim, False, max(elsewhere, key=lambda x: x[0])[1])
+        # A yes beside a no is rare: every sentence of the file that has one gives its two pairs.
+        for claim, passage in found:
+            if beside := yes_beside_no(claim, language_of(claim) == "zh"):
+                lang = "zh" if language_of(claim) == "zh" else "en"
+                pairs.append(Pair("yes_beside", lang, beside[0], passage, True, name, split_of(name)))
+                pairs.append(Pair("no_beside", lang, beside[1], passage, False, name, split_of(name)))
     return pairs
 
 

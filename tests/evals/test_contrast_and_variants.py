@@ -141,10 +141,13 @@ def test_a_yes_made_of_a_clause_and_what_the_next_clause_says_no_to_is_a_contras
         encoding="utf-8")
     pairs = {(p.kind, p.language): p for p in contrast_pairs.derive([tmp_path])}
     assert pairs[("no_beside", "zh")].claim == "春节前一周和年底最后两周是发布冻结期可以发布新版本。"
+    assert pairs[("yes_beside", "zh")].claim == "春节前一周和年底最后两周是发布冻结期。"
     assert pairs[("no_beside", "en")].claim == ("GSA IT provides a monitor for the home office to provide a wireless "
                                                 "keyboard.")
-    assert not pairs[("no_beside", "en")].supported
+    assert not pairs[("no_beside", "en")].supported and pairs[("yes_beside", "en")].supported
     assert contrast_pairs.yes_beside_no("每人只说三件事：今天计划做什么、有没有阻碍（blocker）。", True) is None
+    assert contrast_pairs.yes_beside_no("启动时必须加 --dtype half，V100 不支持 bfloat16。", True) is None  # V100's own "no"
     report = contrast_pairs.agreement(list(pairs.values()))
-    assert report["by_kind"]["no_beside"]["zh"]["agreement"] == 1.0, report["misses"]
-    assert report["by_kind"]["no_beside"]["en"]["agreement"] == 1.0, report["misses"]
+    for kind in ("yes_beside", "no_beside"):
+        for language in ("en", "zh"):
+            assert report["by_kind"][kind][language]["agreement"] == 1.0, report["misses"]
