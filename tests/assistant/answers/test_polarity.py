@@ -122,14 +122,42 @@ def test_a_no_said_of_another_subject_or_asked_or_instead_is_no_opposite() -> No
         ("只要经理批准，员工可以远程办公。", "员工不可以远程办公，除非经理批准。"),
         ("员工只要没有违规就可以保留电脑。", "员工如果违规，不可以保留电脑。"),
     ]
-    for claim, source in supported:
-        check = support(claim, source)
-        assert check.supported and not check.contradicted, claim
     contradicted = [
         ("Contractors in Chicago get paid leave.", "Contractors do not get paid leave, but Chicago staff get paid "
                                                    "leave."),
         ("只要经理批准，员工就不可以远程办公。", "只要经理批准，员工就可以远程办公。"),
         ("只要求提供发票即可报销。", "报销不要求提供发票。"),
     ]
+    assert_verdicts(supported, contradicted)
+
+
+def test_a_no_said_of_the_claims_own_subject_or_by_a_word_that_only_looks_asked_is_still_the_opposite() -> None:
+    """The narrowing above must not hide the contradictions it was not about: a "no" of the very subject the claim
+    names (after "currently", in a list), of all of them, a cannot after a word that ends in 能 (功能不能), a "no"
+    beside a question put in the sentence, the condition "unless" (if not), a negated condition said in other
+    words, and a claim's own "except" that is no opposite."""
+    contradicted = [
+        ("The mobile app supports SSO.", "The web app supports SSO and SCIM, but the mobile app currently does not "
+                                         "support SSO."),
+        ("实习生可以使用 VPN。", "正式员工可以使用 VPN 和内部 wiki，外包人员和实习生都不能使用 VPN。"),
+        ("All users can export data.", "Admins can delete projects and export data, but viewers cannot export data."),
+        ("导出功能可以在免费版使用。", "导出功能不能在免费版使用。"),
+        ("差旅费用需要提前审批。", "差旅费用不用提前审批。"),
+        ("紧急修复可以跳过代码审查。", "不管是不是紧急修复都不能跳过代码审查。"),
+        ("You can use the VPN if your laptop is not enrolled in MDM.", "You cannot use the VPN unless your laptop "
+                                                                       "is enrolled in MDM."),
+        ("You can deploy if the change has not been reviewed.", "You cannot deploy if the change is unreviewed."),
+        ("Interns do not get sick leave or vacation days.", "Interns get sick leave, but no vacation days."),
+    ]
+    supported = [("Deploys happen daily except weekends.", "Deploys happen daily, never on weekends."),
+                 ("Interns do not get paid vacation.", "Interns get paid sick leave, but no paid vacation.")]
+    assert_verdicts(supported, contradicted)
+
+
+def assert_verdicts(supported: list[tuple[str, str]], contradicted: list[tuple[str, str]]) -> None:
+    """Each (claim, source) pair of `supported` supported and not contradicted, each of `contradicted` contradicted."""
+    for claim, source in supported:
+        check = support(claim, source)
+        assert check.supported and not check.contradicted, claim
     for claim, source in contradicted:
         assert support(claim, source).contradicted, claim
