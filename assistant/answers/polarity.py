@@ -106,6 +106,7 @@ def _no_to(clause: str) -> frozenset[str]:
 
 
 def _said_no_units(clause: str) -> tuple[str, ...]:
+    """What the clause says no to, its units in order."""
     text = _asked_out(clause)
     said = said_no(text)
     if said is None and (m := UNLESS.match(text)):
@@ -113,8 +114,10 @@ def _said_no_units(clause: str) -> tuple[str, ...]:
     return units(said or "")
 
 
+@lru_cache(maxsize=4096)
 def _asked_out(clause: str) -> str:
-    """The clause without the questions it puts ("whether or not they are urgent", 是不是紧急修复)."""
+    """The clause without the questions it puts ("whether or not they are urgent", 是不是紧急修复); cached, being read
+    for every pair of clauses compared."""
     text = ASKED_EN.sub(" ", clause)
     if not re.search(r"[不没]", text):
         return text
