@@ -22,7 +22,8 @@ A_NOT_A = re.compile(r"^(.+?)[不没]\1")
 # What leads a clause into its sentence ("while contractors get no phone"), and an exception it makes (除紧急安全修复外,
 # "except for hotfixes"): neither is the subject its "no" is said of.
 LEAD = re.compile(r"^\W*(?:and|but|however|while|whereas|although|yet)\b|^\W*(?:但是|但|而|不过|然而)", re.I)
-EXCEPT = re.compile(r"除(?:了)?[^，,。]*?外|\b(?:except|other than|apart from|besides)\b[^,;]*", re.I)
+EXCEPT_ZH = r"除(?:了)?[^，,。]*?外"
+EXCEPT = re.compile(rf"{EXCEPT_ZH}|\b(?:except|other than|apart from|besides)\b[^,;]*", re.I)
 # Words before a "no" that say how or when it is said, not of whom: "make sure you do not", "currently does not",
 # 尽量不要, 确认没有, 暂时不, 一律不.
 MODAL_WORDS = ("make sure", "please", "ensure", "always", "check", "confirm", "verify", "currently", "still", "yet",
@@ -30,7 +31,7 @@ MODAL_WORDS = ("make sure", "please", "ensure", "always", "check", "confirm", "v
                "目前", "暂时", "暂", "还", "仍", "一律", "均", "都", "也")
 # What a clause says no to after "instead of", "except" (its own "no"): not what it says yes to.
 INSTEAD = re.compile(r"\b(?:instead of|rather than|as opposed to|in place of|except|excluding|other than|apart from)\b.*"
-                     r"|(?:代替|取代|替代|而非|而不是).*|除(?:了)?[^，,。]*?外", re.IGNORECASE)
+                     rf"|(?:代替|取代|替代|而非|而不是).*|{EXCEPT_ZH}", re.IGNORECASE)
 # A claim about all of them is contradicted by a "no" of any one ("All plans include audit logs").
 UNIVERSAL = re.compile(r"\b(?:all|every|any|each)\b|所有|任何|一切|全部|每个", re.IGNORECASE)
 # A bound: "no more than 4 hours", "must not exceed $800", 不超过 800 元, 不晚于. Against a clause that states the
@@ -183,7 +184,7 @@ def _no_said_to_ours(clause: str, ours: frozenset[str], matched: frozenset[str],
     if (m := INSTEAD.search(clause)) and clause[:m.start()].strip():
         ours = ours - frozenset(units(m.group(0)))
     for e, _ in beside:
-        if not _says_no(e) or (BOUND.search(e) and not negated(BOUND.sub(" ", e))):
+        if not _says_no(e) or _bound_only(e):
             continue
         no_to = _no_to(e)
         yes = [w for f, w in beside if f != e and not _says_no(f)]
@@ -257,4 +258,9 @@ def _bound_against_value(one: str, other: str) -> bool:
     """Whether one of two clauses is negated only by a bound ("不超过 4 小时") and the other compares nothing ("4
     小时"): a limit and the value it limits say the same."""
     bound, value = (one, other) if negated(one) else (other, one)
-    return bool(BOUND.search(bound)) and not negated(BOUND.sub(" ", bound)) and not COMPARED.search(value)
+    return _bound_only(bound) and not COMPARED.search(value)
+
+
+def _bound_only(clause: str) -> bool:
+    """Whether a bound ("不超过 4 小时", "no more than 4 hours") is all the clause's negation: it limits, it denies nothing."""
+    return bool(BOUND.search(clause)) and not negated(BOUND.sub(" ", clause))
